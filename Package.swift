@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// No third-party packages: the toolchain plus system C libraries (libpq, later libcrypto).
+let package = Package(
+    name: "receipt-worker",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "receipt-worker", targets: ["ReceiptWorkerCLI"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
+        // Database access: libpq connections on their own threads, typed rows, COPY, LISTEN/NOTIFY.
+        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        // A private throw-away cluster from the system initdb/pg_ctl (demo, tests, benchmarks).
+        .target(name: "EmbeddedPostgres"),
+        // Leaves: logging and metrics; a small HTTP/1.1 server and client transport.
+        .target(name: "Observability"),
+        .target(name: "HTTP"),
+        // The generic job engine: claim, complete, retry, leases, maintenance, shutdown.
+        .target(name: "Queue", dependencies: ["Postgres", "Observability"]),
+        // Apple: wire formats, status codes, verifyReceipt client.
+        .target(name: "AppStore", dependencies: ["HTTP"]),
+        // The money: matching, crediting, alerts.
+        .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability"]),
+        // Faces.
+        .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability"]),
+        .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability"]),
+        .executableTarget(
+            name: "ReceiptWorkerCLI",
+            dependencies: ["Postgres", "EmbeddedPostgres", "Observability", "HTTP", "Queue",
+                           "AppStore", "Settlement", "Ingest", "AppleSim"]
+        ),
+        .target(name: "TestSupport", dependencies: ["Postgres", "EmbeddedPostgres"], path: "Tests/TestSupport"),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "QueueTests", dependencies: ["Queue", "TestSupport"]),
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ReceiptWorkerCLI", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

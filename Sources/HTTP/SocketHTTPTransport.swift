@@ -1,0 +1,387 @@
+#if canImport(Glibc)
+import Glibc
+import Foundation
+
+/// Plain `http://` client over non-blocking sockets on one epoll thread, with a keep-alive pool
+/// per host:port. Thousands of requests in flight cost sockets, not threads. Never speaks TLS.
+public final class SocketHTTPTransport: HTTPTransport {
+    public struct Configuration: Sendable {
+        /// Idle keep-alive connections kept per host:port; extra ones are closed.
+        public var maxIdleConnectionsPerHost: Int
+        /// Idle pooled connections are closed after this (below typical server idle timeouts).
+        public var idleTimeout: Duration
+        public var maxResponseBodyBytes: Int
+
+        public init(maxIdleConnectionsPerHost: Int = 256, idleTimeout: Duration = .seconds(30),
+                    maxResponseBodyBytes: Int = 16 * 1024 * 1024) {
+            self.maxIdleConnectionsPerHost = maxIdleConnectionsPerHost
+            self.idleTimeout = idleTimeout
+            self.maxResponseBodyBytes = maxResponseBodyBytes
+        }
+    }
+
+    private let core: ClientCore
+    private let nextID = Locked<UInt64>(0)
+    private let dnsCache = Locked<[String: (address: SocketAddress, expires: UInt64)]>([:])
+
+    public init(configuration: Configuration = Configuration()) throws {
+        let loop = try EventLoop(name: "http-client")
+        core = ClientCore(config: configuration, loop: loop)
+        loop.start()
+    }
+
+    deinit { core.loop.stop() }
+
+    /// Fails requests still in flight, closes pooled connections and joins the loop thread.
+    public func shutdown() async {
+        core.loop.stop()  // the loop's exit hook fails what is left
+        await core.loop.waitUntilExited()
+    }
+
+    public func send(_ request: HTTPClientRequest, timeout: Duration) async throws -> HTTPClientResponse {
+        let deadline = monotonicNanos() &+ timeout.nanoseconds
+        let (host, port) = try Self.endpoint(request.url)
+        let bytes = try Self.serialize(request, host: host, port: port)
+        let address = try await resolve(host: host, port: port)
+        let id = nextID.withLock { $0 += 1; return $0 }
+        let cancelled = Locked(false)
+        let core = self.core
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPClientResponse, Error>) in
+                let exchange = ClientExchange(id: id, key: "\(host):\(port)", address: address, bytes: bytes,
+                                              isHead: request.method == "HEAD", deadline: deadline,
+                                              cancelled: cancelled, continuation: continuation)
+                let posted = core.loop.execute { core.start(exchange) }
+                if !posted { continuation.resume(throwing: HTTPClientError.connectionFailed("transport is shut down")) }
+            }
+        } onCancel: {
+            cancelled.withLock { $0 = true }  // seen by `start` if cancellation wins the race
+            core.loop.execute { core.cancel(id) }
+        }
+    }
+
+    static func endpoint(_ url: URL) throws -> (host: String, port: Int) {
+        switch url.scheme?.lowercased() {
+        case "http": break
+        case "https": throw HTTPClientError.tlsNotAllowed
+        default: throw HTTPClientError.unsupportedURL(url.absoluteString)
+        }
+        guard let host = url.host, !host.isEmpty else { throw HTTPClientError.unsupportedURL(url.absoluteString) }
+        return (host, url.port ?? 80)
+    }
+
+    static func serialize(_ request: HTTPClientRequest, host: String, port: Int) throws -> [UInt8] {
+        let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
+        var target = components?.percentEncodedPath ?? "/"
+        if target.isEmpty { target = "/" }
+        if let query = components?.percentEncodedQuery { target += "?" + query }
+        guard request.method.utf8.allSatisfy(HTTPHead.isTokenChar), !request.method.isEmpty else {
+            throw HTTPClientError.invalidRequest("invalid method")
+        }
+        var text = "\(request.method) \(target) HTTP/1.1\r\n"
+        if request.header("Host") == nil {
+            let h = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+            text += port == 80 ? "Host: \(h)\r\n" : "Host: \(h):\(port)\r\n"
+        }
+        for (name, value) in request.headers {
+            guard !name.isEmpty, name.utf8.allSatisfy(HTTPHead.isTokenChar),
+                  !value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) else {
+                throw HTTPClientError.invalidRequest("invalid header \(name)")
+            }
+            switch name.lowercased() {
+            case "content-length", "transfer-encoding": continue  // framing is ours
+            default: text += "\(name): \(value)\r\n"
+            }
+        }
+        if !request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method) {
+            text += "Content-Length: \(request.body.count)\r\n"
+        }
+        text += "\r\n"
+        return Array(text.utf8) + request.body
+    }
+
+    /// Numeric hosts are parsed in place; names are resolved off the cooperative pool and cached
+    /// briefly so pooled requests do not pay a lookup each.
+    private func resolve(host: String, port: Int) async throws -> SocketAddress {
+        if let numeric = SocketAddress(numericHost: host, port: port) { return numeric }
+        let key = "\(host):\(port)"
+        let now = monotonicNanos()
+        if let hit = dnsCache.withLock({ $0[key] }), hit.expires > now { return hit.address }
+        let address = try await SocketAddress.resolve(host: host, port: port)
+        dnsCache.withLock { $0[key] = (address, now + 60_000_000_000) }
+        return address
+    }
+}
+
+/// One `send` call. Created off-loop, then touched only on the loop thread.
+final class ClientExchange: @unchecked Sendable {
+    let id: UInt64
+    let key: String
+    let address: SocketAddress
+    let bytes: [UInt8]
+    let isHead: Bool
+    let deadline: UInt64
+    let cancelled: Locked<Bool>
+    private var continuation: CheckedContinuation<HTTPClientResponse, Error>?
+    var connection: ClientConnection?
+    var retried = false
+
+    init(id: UInt64, key: String, address: SocketAddress, bytes: [UInt8], isHead: Bool, deadline: UInt64,
+         cancelled: Locked<Bool>, continuation: CheckedContinuation<HTTPClientResponse, Error>) {
+        self.id = id
+        self.key = key
+        self.address = address
+        self.bytes = bytes
+        self.isHead = isHead
+        self.deadline = deadline
+        self.cancelled = cancelled
+        self.continuation = continuation
+    }
+
+    /// Resumes the caller exactly once.
+    func finish(_ result: Result<HTTPClientResponse, HTTPClientError>) {
+        continuation?.resume(with: result.mapError { $0 as Error })
+        continuation = nil
+    }
+}
+
+/// A client socket; loop-thread only.
+final class ClientConnection {
+    enum State { case connecting, active, idle }
+
+    let fd: Int32
+    let key: String
+    var token: UInt64 = 0
+    var state = State.connecting
+    var closed = false
+    var reused = false
+    var interest: UInt32 = 0
+    var out: [UInt8] = []
+    var outOffset = 0
+    var parser = HTTPResponseParser(isHeadRequest: false, maxBodyBytes: 0)
+    var exchange: ClientExchange?
+    var idleSince: UInt64 = 0
+
+    init(fd: Int32, key: String) {
+        self.fd = fd
+        self.key = key
+    }
+}
+
+/// The client's loop-thread side: pool, connects, writes, parsing, deadlines.
+final class ClientCore: @unchecked Sendable {
+    let loop: EventLoop
+    private let config: SocketHTTPTransport.Configuration
+    private let idleTimeout: UInt64
+    private var exchanges: [UInt64: ClientExchange] = [:]
+    private var idle: [String: [ClientConnection]] = [:]
+    private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+
+    init(config: SocketHTTPTransport.Configuration, loop: EventLoop) {
+        self.config = config
+        self.loop = loop
+        idleTimeout = config.idleTimeout.nanoseconds
+        loop.setSweep(granularity: 10_000_000) { self.sweep() }
+        loop.onExit = { self.closeAll() }
+    }
+
+    deinit { readBuffer.deallocate() }
+
+    func start(_ exchange: ClientExchange) {
+        if exchange.cancelled.withLock({ $0 }) { return exchange.finish(.failure(.cancelled)) }
+        if monotonicNanos() >= exchange.deadline { return exchange.finish(.failure(.timeout)) }
+        exchanges[exchange.id] = exchange
+        loop.noteDeadline(exchange.deadline)
+        if let conn = idle[exchange.key]?.popLast() {
+            conn.reused = true
+            begin(conn, exchange)
+        } else {
+            connect(exchange)
+        }
+    }
+
+    func cancel(_ id: UInt64) {
+        guard let exchange = exchanges[id] else { return }
+        fail(exchange, .cancelled)
+    }
+
+    func closeAll() {
+        for exchange in exchanges.values { fail(exchange, .connectionFailed("transport is shut down")) }
+        for conn in idle.values.joined() { close(conn) }
+        idle = [:]
+    }
+
+    // MARK: connections
+
+    private func connect(_ exchange: ClientExchange) {
+        let fd = Socket.makeStream(family: exchange.address.family)
+        guard fd >= 0 else { return fail(exchange, .connectionFailed("socket: \(errnoDescription())")) }
+        Socket.setNoDelay(fd)
+        let rc = exchange.address.withSockaddr { Glibc.connect(fd, $0, $1) }
+        if rc != 0 && errno != EINPROGRESS {
+            let why = errnoDescription()
+            Glibc.close(fd)
+            return fail(exchange, .connectionFailed(why))
+        }
+        let conn = ClientConnection(fd: fd, key: exchange.key)
+        conn.interest = EventLoop.writable
+        conn.token = loop.register(fd: fd, events: conn.interest) { events in self.onEvents(conn, events) }
+        attach(conn, exchange)
+        conn.state = .connecting
+    }
+
+    private func begin(_ conn: ClientConnection, _ exchange: ClientExchange) {
+        attach(conn, exchange)
+        conn.state = .active
+        flush(conn)
+    }
+
+    private func attach(_ conn: ClientConnection, _ exchange: ClientExchange) {
+        conn.exchange = exchange
+        exchange.connection = conn
+        conn.out = exchange.bytes
+        conn.outOffset = 0
+        conn.parser = HTTPResponseParser(isHeadRequest: exchange.isHead, maxBodyBytes: config.maxResponseBodyBytes)
+    }
+
+    private func onEvents(_ conn: ClientConnection, _ events: UInt32) {
+        switch conn.state {
+        case .idle:
+            // A pooled connection is readable only when the server closed it (or misbehaved).
+            removeIdle(conn)
+            close(conn)
+        case .connecting:
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(conn.fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            guard error == 0 else {
+                let exchange = conn.exchange
+                close(conn)
+                if let exchange { fail(exchange, .connectionFailed(errnoDescription(error))) }
+                return
+            }
+            conn.state = .active
+            flush(conn)
+        case .active:
+            if events & EventLoop.writable != 0 { flush(conn) }
+            if !conn.closed, events & (EventLoop.readable | EventLoop.hangup) != 0 { readResponse(conn) }
+        }
+    }
+
+    private func flush(_ conn: ClientConnection) {
+        while conn.outOffset < conn.out.count {
+            let n = conn.out.withUnsafeBytes { Socket.send(conn.fd, UnsafeRawBufferPointer(rebasing: $0[conn.outOffset...])) }
+            if n > 0 { conn.outOffset += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && Socket.isWouldBlock(errno) { break }
+            return connectionBroke(conn)
+        }
+        if conn.outOffset == conn.out.count { conn.out = []; conn.outOffset = 0 }
+        // Read all along: a server may answer (413, 400) before taking the whole body.
+        setInterest(conn, EventLoop.readable | (conn.out.isEmpty ? 0 : EventLoop.writable))
+    }
+
+    private func readResponse(_ conn: ClientConnection) {
+        let n = read(conn.fd, readBuffer.baseAddress, readBuffer.count)
+        if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
+        guard let exchange = conn.exchange else { return close(conn) }
+        do {
+            let complete: HTTPResponseParser.Complete?
+            if n > 0 {
+                complete = try conn.parser.feed(UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]))
+            } else if n == 0 {
+                complete = try conn.parser.finishAtEOF()
+            } else {
+                return connectionBroke(conn)
+            }
+            guard let complete else { return }
+            exchanges[exchange.id] = nil
+            conn.exchange = nil
+            exchange.connection = nil
+            exchange.finish(.success(complete.response))
+            // An early answer (e.g. 413) can arrive before our body is fully sent: never reuse that.
+            if complete.reusable && n > 0 && conn.out.isEmpty { park(conn) } else { close(conn) }
+        } catch .connectionReset {
+            connectionBroke(conn)
+        } catch {
+            close(conn)
+            fail(exchange, error)
+        }
+    }
+
+    /// EOF or reset before a full response. A pooled connection the server had already closed
+    /// fails before any byte arrives; such a request was never processed, so it is retried once
+    /// on a fresh connection.
+    private func connectionBroke(_ conn: ClientConnection) {
+        let exchange = conn.exchange
+        let retry = conn.reused && !conn.parser.receivedAnything && exchange?.retried == false
+        close(conn)
+        guard let exchange else { return }
+        if retry {
+            exchange.retried = true
+            exchange.connection = nil
+            connect(exchange)
+        } else {
+            fail(exchange, .connectionReset)
+        }
+    }
+
+    private func park(_ conn: ClientConnection) {
+        var list = idle[conn.key, default: []]
+        guard list.count < config.maxIdleConnectionsPerHost else { return close(conn) }
+        conn.state = .idle
+        conn.idleSince = monotonicNanos()
+        setInterest(conn, EventLoop.readable)
+        list.append(conn)
+        idle[conn.key] = list
+        loop.noteDeadline(conn.idleSince + idleTimeout)
+    }
+
+    private func removeIdle(_ conn: ClientConnection) {
+        idle[conn.key]?.removeAll { $0 === conn }
+        if idle[conn.key]?.isEmpty == true { idle[conn.key] = nil }
+    }
+
+    private func setInterest(_ conn: ClientConnection, _ events: UInt32) {
+        guard events != conn.interest else { return }
+        conn.interest = events
+        loop.modify(fd: conn.fd, token: conn.token, events: events)
+    }
+
+    private func close(_ conn: ClientConnection) {
+        guard !conn.closed else { return }
+        conn.closed = true
+        conn.exchange = nil
+        loop.deregister(fd: conn.fd, token: conn.token)
+        Glibc.close(conn.fd)
+    }
+
+    private func fail(_ exchange: ClientExchange, _ error: HTTPClientError) {
+        exchanges[exchange.id] = nil
+        if let conn = exchange.connection { close(conn) }  // a half-used connection is never reused
+        exchange.connection = nil
+        exchange.finish(.failure(error))
+    }
+
+    // MARK: deadlines
+
+    private func sweep() -> UInt64? {
+        let now = monotonicNanos()
+        var next: UInt64?
+        for exchange in exchanges.values {
+            if exchange.deadline <= now {
+                fail(exchange, .timeout)
+            } else {
+                next = min(next ?? .max, exchange.deadline)
+            }
+        }
+        for (key, list) in idle {
+            let (expired, kept) = (list.filter { $0.idleSince + idleTimeout <= now }, list.filter { $0.idleSince + idleTimeout > now })
+            expired.forEach(close)
+            idle[key] = kept.isEmpty ? nil : kept
+            if let oldest = kept.first { next = min(next ?? .max, oldest.idleSince + idleTimeout) }
+        }
+        return next
+    }
+}
+#endif

@@ -1,0 +1,105 @@
+import Foundation
+
+/// One `NNNN_name.sql` file.
+public struct Migration: Sendable, Equatable {
+    public let version: Int
+    public let name: String
+    public let sql: String
+
+    public init(version: Int, name: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+    }
+
+    /// FNV-1a of the text, to notice an applied migration that was edited afterwards.
+    public var checksum: String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in sql.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return String(hash, radix: 16)
+    }
+}
+
+public struct MigrationError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+}
+
+/// Applies migrations in order, each in its own transaction, under a session advisory
+/// lock so that any number of processes may run `migrate` at once.
+public struct Migrator: Sendable {
+    /// Fixed advisory-lock key ("receipt-worker migrate").
+    static let lockKey: Int64 = 0x7277_6d69_6772_6174
+    public let migrations: [Migration]
+
+    public init(migrations: [Migration]) { self.migrations = migrations.sorted { $0.version < $1.version } }
+
+    /// Reads `NNNN_name.sql` files from a folder; other files are ignored.
+    public init(directory: URL) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw MigrationError(description: "migrations folder not found: \(directory.path)")
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }
+        var seen: [Int: String] = [:]
+        var migrations: [Migration] = []
+        for file in names {
+            let stem = String(file.dropLast(4))
+            guard let underscore = stem.firstIndex(of: "_"), let version = Int(stem[..<underscore]), version > 0 else {
+                throw MigrationError(description: "migration file name must be NNNN_name.sql: \(file)")
+            }
+            if let other = seen[version] {
+                throw MigrationError(description: "two migrations with version \(version): \(other), \(file)")
+            }
+            seen[version] = file
+            let sql = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            migrations.append(Migration(version: version, name: String(stem[stem.index(after: underscore)...]), sql: sql))
+        }
+        guard !migrations.isEmpty else { throw MigrationError(description: "no migrations in \(directory.path)") }
+        self.init(migrations: migrations)
+    }
+
+    /// Applies what is missing; returns the versions applied by this call.
+    @discardableResult
+    public func migrate(_ connection: PostgresConnection) async throws -> [Int] {
+        _ = try await connection.query("SELECT pg_advisory_lock($1)", Self.lockKey)
+        do {
+            let applied = try await apply(connection)
+            _ = try await connection.query("SELECT pg_advisory_unlock($1)", Self.lockKey)
+            return applied
+        } catch {
+            _ = try? await connection.query("SELECT pg_advisory_unlock($1)", Self.lockKey)
+            throw error
+        }
+    }
+
+    private func apply(_ connection: PostgresConnection) async throws -> [Int] {
+        try await connection.execute(script: """
+            CREATE SCHEMA IF NOT EXISTS iap;
+            CREATE TABLE IF NOT EXISTS iap.schema_migrations (
+                version int PRIMARY KEY,
+                name text NOT NULL,
+                checksum text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            );
+            """)
+        let rows = try await connection.query("SELECT version, checksum FROM iap.schema_migrations")
+        var done: [Int: String] = [:]
+        for row in rows { done[try row.decode(Int.self, at: 0)] = try row.decode(String.self, at: 1) }
+        var applied: [Int] = []
+        for migration in migrations {
+            if let checksum = done[migration.version] {
+                if checksum != migration.checksum {
+                    throw MigrationError(description: "migration \(migration.version)_\(migration.name) was changed after it was applied")
+                }
+                continue
+            }
+            try await connection.transaction { tx in
+                try await tx.execute(script: migration.sql)
+                _ = try await tx.query("INSERT INTO iap.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                                       migration.version, migration.name, migration.checksum)
+            }
+            applied.append(migration.version)
+        }
+        return applied
+    }
+}

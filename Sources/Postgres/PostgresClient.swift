@@ -1,0 +1,136 @@
+import Synchronization
+
+/// A small connection pool. Connections open lazily up to `maxConnections`; broken
+/// ones are dropped and replaced, so a server restart heals by itself.
+public final class PostgresClient: Sendable {
+    private struct State {
+        var idle: [PostgresConnection] = []
+        var open = 0
+        /// Each waiter gets either an idle connection or, with `nil`, a slot to open one.
+        var waiters: [CheckedContinuation<PostgresConnection?, Never>] = []
+        var closed = false
+    }
+
+    public let conninfo: String
+    public let maxConnections: Int
+    private let applicationName: String
+    private let state = Mutex(State())
+
+    public init(conninfo: String, maxConnections: Int = 4, applicationName: String = "receipt-worker") {
+        self.conninfo = conninfo
+        self.maxConnections = max(1, maxConnections)
+        self.applicationName = applicationName
+    }
+
+    /// Checks a connection out for `body` and back in afterwards.
+    public func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        let connection = try await lease()
+        do {
+            let value = try await body(connection)
+            await giveBack(connection)
+            return value
+        } catch {
+            await giveBack(connection)
+            throw error
+        }
+    }
+
+    /// One autocommit statement. Retried once on a fresh connection if the old one was
+    /// found dead (server restart); callers only send statements that are safe to repeat.
+    public func query(_ sql: String, _ binds: [any PostgresEncodable] = []) async throws -> PostgresRows {
+        do {
+            return try await withConnection { try await $0.query(sql, binds) }
+        } catch let error as PostgresError where error.isConnectionLost {
+            return try await withConnection { try await $0.query(sql, binds) }
+        }
+    }
+
+    public func query(_ sql: String, _ binds: any PostgresEncodable...) async throws -> PostgresRows {
+        try await query(sql, binds)
+    }
+
+    public func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await withConnection { try await $0.transaction(body) }
+    }
+
+    /// Closes idle connections and refuses new leases.
+    public func close() async {
+        let idle = state.withLock { state -> [PostgresConnection] in
+            state.closed = true
+            defer { state.idle.removeAll() }
+            state.open -= state.idle.count
+            return state.idle
+        }
+        for connection in idle { await connection.close() }
+    }
+
+    private func lease() async throws -> PostgresConnection {
+        enum Next { case use(PostgresConnection), openNew, wait, closed }
+        let next = state.withLock { state -> Next in
+            if state.closed { return .closed }
+            if let connection = state.idle.popLast() { return .use(connection) }
+            if state.open < maxConnections {
+                state.open += 1
+                return .openNew
+            }
+            return .wait
+        }
+        switch next {
+        case .use(let connection): return connection
+        case .closed: throw PostgresError(kind: .client, message: "database client is closed")
+        case .openNew: return try await openCountedConnection()
+        case .wait:
+            let handed = await withCheckedContinuation { continuation in
+                let immediate = state.withLock { state -> Next? in
+                    if let connection = state.idle.popLast() { return .use(connection) }
+                    if state.open < maxConnections {
+                        state.open += 1
+                        return .openNew
+                    }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                switch immediate {
+                case .use(let connection)?: continuation.resume(returning: connection)
+                case .openNew?: continuation.resume(returning: nil)
+                default: break
+                }
+            }
+            if let handed { return handed }
+            return try await openCountedConnection()
+        }
+    }
+
+    /// Opens a connection for a slot already counted in `open`; frees the slot on failure.
+    private func openCountedConnection() async throws -> PostgresConnection {
+        do {
+            return try await PostgresConnection.connect(conninfo, applicationName: applicationName)
+        } catch {
+            releaseSlot()
+            throw error
+        }
+    }
+
+    private func giveBack(_ connection: PostgresConnection) async {
+        if await !connection.isReusable() {
+            await connection.close()
+            releaseSlot()
+            return
+        }
+        let waiter = state.withLock { state -> CheckedContinuation<PostgresConnection?, Never>? in
+            if !state.waiters.isEmpty { return state.waiters.removeFirst() }
+            state.idle.append(connection)
+            return nil
+        }
+        waiter?.resume(returning: connection)
+    }
+
+    private func releaseSlot() {
+        let waiter = state.withLock { state -> CheckedContinuation<PostgresConnection?, Never>? in
+            if !state.waiters.isEmpty { return state.waiters.removeFirst() } // the slot passes on
+            state.open -= 1
+            return nil
+        }
+        waiter?.resume(returning: nil)
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// One bound parameter as libpq wants it: text or binary bytes, or NULL.
+/// The server infers the type from the statement, so no OIDs are sent.
+public struct PostgresBind: Sendable {
+    public enum Format: Int32, Sendable { case text = 0, binary = 1 }
+    public let bytes: [UInt8]?
+    public let format: Format
+
+    public init(text: String?) {
+        self.bytes = text.map { Array($0.utf8) }
+        self.format = .text
+    }
+    public init(binary: [UInt8]) {
+        self.bytes = binary
+        self.format = .binary
+    }
+    public static let null = PostgresBind(text: nil)
+}
+
+/// A Swift value that can be a query parameter.
+public protocol PostgresEncodable: Sendable {
+    var postgresBind: PostgresBind { get }
+}
+
+extension String: PostgresEncodable {
+    public var postgresBind: PostgresBind { PostgresBind(text: self) }
+}
+extension Int: PostgresEncodable {
+    public var postgresBind: PostgresBind { PostgresBind(text: String(self)) }
+}
+extension Int64: PostgresEncodable {
+    public var postgresBind: PostgresBind { PostgresBind(text: String(self)) }
+}
+extension Int32: PostgresEncodable {
+    public var postgresBind: PostgresBind { PostgresBind(text: String(self)) }
+}
+extension Double: PostgresEncodable {
+    public var postgresBind: PostgresBind { PostgresBind(text: String(self)) }
+}
+extension Bool: PostgresEncodable {
+    public var postgresBind: PostgresBind { PostgresBind(text: self ? "t" : "f") }
+}
+extension UUID: PostgresEncodable {
+    public var postgresBind: PostgresBind { PostgresBind(text: uuidString.lowercased()) }
+}
+extension Date: PostgresEncodable {
+    public var postgresBind: PostgresBind { PostgresBind(text: PostgresTimestamp.format(self)) }
+}
+extension Data: PostgresEncodable {
+    /// bytea goes binary: no escaping, no doubling of size.
+    public var postgresBind: PostgresBind { PostgresBind(binary: Array(self)) }
+}
+extension Array: PostgresEncodable where Element: PostgresArrayElement {
+    public var postgresBind: PostgresBind { PostgresBind(text: PostgresArrayLiteral.encode(self.map(\.arrayLiteralItem))) }
+}
+extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
+    public var postgresBind: PostgresBind { self?.postgresBind ?? .null }
+}
+
+/// A jsonb parameter or column, kept as its JSON text.
+public struct PostgresJSON: PostgresEncodable, Equatable {
+    public let text: String
+    public init(text: String) { self.text = text }
+    public init<T: Encodable>(encoding value: T) throws {
+        let data = try JSONEncoder().encode(value)
+        self.text = String(decoding: data, as: UTF8.self)
+    }
+    public var postgresBind: PostgresBind { PostgresBind(text: text) }
+    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try JSONDecoder().decode(type, from: Data(text.utf8))
+    }
+}
+
+/// Types that can appear in a bigint[] or text[] parameter.
+public protocol PostgresArrayElement: Sendable {
+    var arrayLiteralItem: String? { get }
+}
+extension Int: PostgresArrayElement { public var arrayLiteralItem: String? { String(self) } }
+extension Int64: PostgresArrayElement { public var arrayLiteralItem: String? { String(self) } }
+extension String: PostgresArrayElement { public var arrayLiteralItem: String? { self } }
+extension Bool: PostgresArrayElement { public var arrayLiteralItem: String? { self ? "t" : "f" } }
+extension Double: PostgresArrayElement { public var arrayLiteralItem: String? { String(self) } }
+extension UUID: PostgresArrayElement { public var arrayLiteralItem: String? { uuidString.lowercased() } }
+extension Date: PostgresArrayElement { public var arrayLiteralItem: String? { PostgresTimestamp.format(self) } }
+extension Optional: PostgresArrayElement where Wrapped: PostgresArrayElement {
+    public var arrayLiteralItem: String? { self?.arrayLiteralItem }
+}

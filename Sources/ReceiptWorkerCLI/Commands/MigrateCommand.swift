@@ -1,0 +1,32 @@
+import Postgres
+
+enum MigrateCommand {
+    static let spec = CommandSpec(
+        name: "migrate", summary: "Apply Migrations/NNNN_name.sql in order under an advisory lock; a second run is a no-op.",
+        usage: "migrate [--database-url URL] [--migrations DIR]",
+        settings: Settings.database + [Settings.migrationsDir] + Settings.logging)
+
+    static func run(_ runtime: Runtime) async throws -> Int32 {
+        let migrator = try loadMigrator(runtime)
+        let client = try await runtime.connectDatabase(maxConnections: 1, applicationName: "receipt-worker-migrate")
+        let applied: [Int]
+        do {
+            applied = try await client.withConnection { try await migrator.migrate($0) }
+        } catch {
+            await client.close()
+            throw error
+        }
+        await client.close()
+        runtime.logger.info("migrated", ["applied": .int(applied.count), "latest": .int(migrator.migrations.last?.version ?? 0)])
+        return 0
+    }
+
+    static func loadMigrator(_ runtime: Runtime) throws -> Migrator {
+        let folder = try MigrationsLocator.find(runtime.options.string(Settings.migrationsDir))
+        do {
+            return try Migrator(directory: folder)
+        } catch let error as MigrationError {
+            throw UsageError(error.description)
+        }
+    }
+}

@@ -1,0 +1,101 @@
+/// One configuration setting: its environment variable (SPEC section 6), its flag,
+/// how its value is checked, and its default.
+struct Setting: Sendable {
+    enum Kind: Sendable {
+        case text
+        case url
+        case wholeNumber(ClosedRange<Int>)
+        case seconds(ClosedRange<Double>)       // decimal seconds, "0.2" is valid
+        case boolean
+        case secondsList                         // "1,5,10,100,600"
+        case choice([String])
+        case listenAddress(allowOff: Bool)       // host:port, or "off"
+        case filePath
+        case fileList                            // comma-separated paths
+    }
+
+    let env: String
+    let flag: String
+    let kind: Kind
+    let defaultValue: String?
+    let help: String
+    /// Never printed: not in errors, not in logs.
+    var secret = false
+}
+
+/// Every setting the program knows. Commands pick the ones they accept.
+enum Settings {
+    static let databaseURL = Setting(env: "DATABASE_URL", flag: "database-url", kind: .text, defaultValue: nil,
+                                     help: "libpq URL or conninfo of the PostgreSQL database", secret: true)
+    static let migrationsDir = Setting(env: "MIGRATIONS_DIR", flag: "migrations", kind: .filePath, defaultValue: nil,
+                                       help: "folder of NNNN_name.sql files (default: ./Migrations, or the one beside the binary)")
+    static let bundleID = Setting(env: "APPLE_BUNDLE_ID", flag: "bundle-id", kind: .text, defaultValue: nil,
+                                  help: "the app's bundle id; receipts for another bundle are rejected")
+    static let appID = Setting(env: "APPLE_APP_ID", flag: "app-id", kind: .wholeNumber(0...Int.max), defaultValue: nil,
+                               help: "the app's Apple id (checked on production notifications)")
+    static let sharedSecret = Setting(env: "APPLE_SHARED_SECRET", flag: "shared-secret", kind: .text, defaultValue: nil,
+                                      help: "App Store shared secret sent to verifyReceipt", secret: true)
+    static let sharedSecretFile = Setting(env: "APPLE_SHARED_SECRET_FILE", flag: "shared-secret-file", kind: .filePath,
+                                          defaultValue: nil, help: "file holding the shared secret")
+    static let allowSandbox = Setting(env: "APPLE_ALLOW_SANDBOX", flag: "allow-sandbox", kind: .boolean, defaultValue: "false",
+                                      help: "accept sandbox receipts (never in production: they cost nothing)")
+    static let verifyReceiptURL = Setting(env: "APPLE_VERIFY_RECEIPT_URL", flag: "verify-receipt-url", kind: .url,
+                                          defaultValue: "https://buy.itunes.apple.com/verifyReceipt", help: "verifyReceipt production endpoint")
+    static let verifyReceiptSandboxURL = Setting(env: "APPLE_VERIFY_RECEIPT_SANDBOX_URL", flag: "verify-receipt-sandbox-url", kind: .url,
+                                                 defaultValue: "https://sandbox.itunes.apple.com/verifyReceipt", help: "verifyReceipt sandbox endpoint")
+    static let appStoreAPIURL = Setting(env: "APPSTORE_API_URL", flag: "appstore-api-url", kind: .url,
+                                        defaultValue: "https://api.storekit.itunes.apple.com", help: "App Store Server API (production)")
+    static let appStoreAPISandboxURL = Setting(env: "APPSTORE_API_SANDBOX_URL", flag: "appstore-api-sandbox-url", kind: .url,
+                                               defaultValue: "https://api.storekit-sandbox.itunes.apple.com", help: "App Store Server API (sandbox)")
+    static let issuerID = Setting(env: "APPSTORE_ISSUER_ID", flag: "issuer-id", kind: .text, defaultValue: nil, help: "App Store Connect API issuer id")
+    static let keyID = Setting(env: "APPSTORE_KEY_ID", flag: "key-id", kind: .text, defaultValue: nil, help: "App Store Connect API key id")
+    static let privateKeyFile = Setting(env: "APPSTORE_PRIVATE_KEY_FILE", flag: "private-key-file", kind: .filePath, defaultValue: nil,
+                                        help: "App Store Connect API private key (.p8)")
+    static let rootCerts = Setting(env: "APPLE_ROOT_CERTS", flag: "root-certs", kind: .fileList, defaultValue: nil,
+                                   help: "comma-separated PEM/DER root certificates (default: bundled Apple Root CA - G3)")
+    static let workerConcurrency = Setting(env: "WORKER_CONCURRENCY", flag: "concurrency", kind: .wholeNumber(1...100_000), defaultValue: "64",
+                                           help: "jobs verified at once by this process")
+    static let claimBatch = Setting(env: "CLAIM_BATCH", flag: "claim-batch", kind: .wholeNumber(1...10_000), defaultValue: "100",
+                                    help: "most jobs claimed by one statement")
+    static let leaseSeconds = Setting(env: "LEASE_SECONDS", flag: "lease", kind: .seconds(1...86_400), defaultValue: "60",
+                                      help: "how long a claim is held before another worker may take the job")
+    static let appleTimeout = Setting(env: "APPLE_TIMEOUT_SECONDS", flag: "apple-timeout", kind: .seconds(0.05...600), defaultValue: "15",
+                                      help: "per-request deadline for Apple (Apple takes 3-6 s on a good day)")
+    static let retryBase = Setting(env: "RETRY_BASE_SECONDS", flag: "retry-base", kind: .seconds(0...86_400), defaultValue: "1",
+                                   help: "exponential backoff base (full jitter)")
+    static let retryCap = Setting(env: "RETRY_CAP_SECONDS", flag: "retry-cap", kind: .seconds(0...86_400), defaultValue: "600",
+                                  help: "exponential backoff cap")
+    static let retrySchedule = Setting(env: "RETRY_SCHEDULE", flag: "retry-schedule", kind: .secondsList, defaultValue: nil,
+                                       help: "explicit delays instead of backoff, e.g. 1,5,10,100,600")
+    static let maxAttempts = Setting(env: "MAX_ATTEMPTS", flag: "max-attempts", kind: .wholeNumber(1...1_000), defaultValue: "6",
+                                     help: "attempts in one round before a job is timed_out")
+    static let sweepInterval = Setting(env: "SWEEP_INTERVAL_SECONDS", flag: "sweep-interval", kind: .seconds(0.05...86_400), defaultValue: "300",
+                                       help: "how often timed_out jobs are re-queued")
+    static let stuckAfter = Setting(env: "STUCK_AFTER_SECONDS", flag: "stuck-after", kind: .seconds(1...31_536_000), defaultValue: "86400",
+                                    help: "unfinished jobs older than this raise stuck_verification")
+    static let alertRepeat = Setting(env: "ALERT_REPEAT_SECONDS", flag: "alert-repeat", kind: .seconds(1...31_536_000), defaultValue: "3600",
+                                     help: "open alerts are emitted again this often")
+    static let alertWebhookURL = Setting(env: "ALERT_WEBHOOK_URL", flag: "alert-webhook-url", kind: .url, defaultValue: nil,
+                                         help: "POST alerts here as JSON (optional)", secret: true)
+    static let retentionDays = Setting(env: "RETENTION_DAYS", flag: "retention-days", kind: .seconds(0.001...36_500), defaultValue: "30",
+                                       help: "finished jobs are deleted after this many days (attention jobs and open alerts never)")
+    static let shutdownGrace = Setting(env: "SHUTDOWN_GRACE_SECONDS", flag: "shutdown-grace", kind: .seconds(0...3_600), defaultValue: "25",
+                                       help: "on SIGTERM, how long in-flight jobs may finish before they are released")
+    static let metricsListen = Setting(env: "METRICS_LISTEN", flag: "metrics-listen", kind: .listenAddress(allowOff: true),
+                                       defaultValue: "127.0.0.1:9464", help: "/metrics, /healthz, /readyz address, or off")
+    static let ingestListen = Setting(env: "INGEST_LISTEN", flag: "listen", kind: .listenAddress(allowOff: false),
+                                      defaultValue: "127.0.0.1:8080", help: "ingest HTTP API address")
+    static let ingestToken = Setting(env: "INGEST_TOKEN", flag: "ingest-token", kind: .text, defaultValue: nil,
+                                     help: "bearer token the web tier sends to the ingest API", secret: true)
+    static let ingestTokenFile = Setting(env: "INGEST_TOKEN_FILE", flag: "ingest-token-file", kind: .filePath, defaultValue: nil,
+                                         help: "file holding the ingest token")
+    static let maxBody = Setting(env: "INGEST_MAX_BODY", flag: "max-body", kind: .wholeNumber(1_024...1_073_741_824), defaultValue: "4194304",
+                                 help: "largest accepted request body in bytes")
+    static let logFormat = Setting(env: "LOG_FORMAT", flag: "log-format", kind: .choice(["logfmt", "json"]), defaultValue: "logfmt",
+                                   help: "log line format")
+    static let logLevel = Setting(env: "LOG_LEVEL", flag: "log-level", kind: .choice(["debug", "info", "notice", "warning", "error"]),
+                                  defaultValue: "info", help: "lowest level logged")
+
+    static let logging = [logFormat, logLevel]
+    static let database = [databaseURL]
+}

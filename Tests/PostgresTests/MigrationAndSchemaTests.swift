@@ -1,0 +1,117 @@
+import Foundation
+import Postgres
+import TestSupport
+import XCTest
+
+final class MigrationAndSchemaTests: XCTestCase {
+    func testMigrateTwiceIsANoOp() async throws {
+        let url = try await TestDatabase.fresh(migrated: false)
+        let migrator = try Migrator(directory: TestDatabase.migrationsDirectory)
+        let connection = try await PostgresConnection.connect(url)
+        let first = try await migrator.migrate(connection)
+        XCTAssertEqual(first, migrator.migrations.map(\.version))
+        let second = try await migrator.migrate(connection)
+        XCTAssertEqual(second, [])
+        let recorded = try await connection.query("SELECT count(*) FROM iap.schema_migrations")[0].decode(Int.self, at: 0)
+        XCTAssertEqual(recorded, migrator.migrations.count)
+        await connection.close()
+    }
+
+    func testConcurrentMigrationsApplyEachOnce() async throws {
+        let url = try await TestDatabase.fresh(migrated: false)
+        let migrator = try Migrator(directory: TestDatabase.migrationsDirectory)
+        let applied = try await withThrowingTaskGroup(of: [Int].self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    let connection = try await PostgresConnection.connect(url)
+                    let versions = try await migrator.migrate(connection)
+                    await connection.close()
+                    return versions
+                }
+            }
+            var all: [Int] = []
+            for try await versions in group { all += versions }
+            return all
+        }
+        XCTAssertEqual(applied.sorted(), migrator.migrations.map(\.version))
+    }
+
+    func testChangedMigrationIsRefused() async throws {
+        let url = try await TestDatabase.fresh()
+        var migrations = try Migrator(directory: TestDatabase.migrationsDirectory).migrations
+        let first = migrations[0]
+        migrations[0] = Migration(version: first.version, name: first.name, sql: first.sql + "\n-- edited")
+        let connection = try await PostgresConnection.connect(url)
+        do {
+            try await Migrator(migrations: migrations).migrate(connection)
+            XCTFail("expected the edited migration to be refused")
+        } catch let error as MigrationError {
+            XCTAssertTrue(error.description.contains("changed"))
+        }
+        await connection.close()
+    }
+
+    func testMissingOrMalformedMigrationsFolder() throws {
+        XCTAssertThrowsError(try Migrator(directory: URL(fileURLWithPath: "/nonexistent-migrations"))) { error in
+            XCTAssertTrue("\(error)".contains("not found"))
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mig-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try "SELECT 1".write(to: folder.appendingPathComponent("first.sql"), atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try Migrator(directory: folder)) { XCTAssertTrue("\($0)".contains("NNNN_name.sql")) }
+    }
+
+    func testEnqueueIsIdempotentAndRejectsOnlyEmptyArguments() async throws {
+        let client = PostgresClient(conninfo: try await TestDatabase.fresh())
+        func enqueue(_ user: String?, _ order: String?, _ receipt: String?) async throws -> Int {
+            try await client.query("SELECT iap.enqueue_receipt($1, $2, $3)", [user, order, receipt])[0].decode(Int.self, at: 0)
+        }
+        let first = try await enqueue("u1", "o1", "AAAA")
+        let resubmitted = try await enqueue("u1", "o1", "AAAA")
+        XCTAssertEqual(resubmitted, first)
+        let newOrder = try await enqueue("u1", "o2", "AAAA")
+        XCTAssertNotEqual(newOrder, first, "same receipt, new order: a new job (judged by the worker)")
+        let otherUser = try await enqueue("u2", "o1", "AAAA")
+        XCTAssertNotEqual(otherUser, first)
+        // Length-prefixed keys: shifting text between user and order is another job.
+        let shifted = try await enqueue("u1o", "1", "AAAA")
+        XCTAssertNotEqual(shifted, first)
+        // Garbage payload is accepted; the worker records the outcome.
+        _ = try await enqueue("u1", nil, "not base64 at all!")
+        for bad in [("", "o", "AAAA"), ("u", "o", ""), (nil, "o", "AAAA")] as [(String?, String?, String?)] {
+            do {
+                _ = try await enqueue(bad.0, bad.1, bad.2)
+                XCTFail("expected \(bad) to be rejected")
+            } catch let error as PostgresError {
+                XCTAssertEqual(error.sqlState, "22023")
+            }
+        }
+        let transaction = try await client.query("SELECT iap.enqueue_transaction($1, $2, $3)", "u1", "o1", "eyJ.x.y")[0].decode(Int.self, at: 0)
+        let again = try await client.query("SELECT iap.enqueue_transaction($1, $2, $3)", "u1", "o1", "eyJ.x.y")[0].decode(Int.self, at: 0)
+        XCTAssertEqual(transaction, again)
+        let notification = try await client.query("SELECT iap.enqueue_notification($1)", "eyJ.n.s")[0].decode(Int.self, at: 0)
+        let kinds = try await client.query("SELECT kind, user_id, state FROM iap.jobs WHERE id = $1", notification)
+        XCTAssertEqual(try kinds[0].decode(String.self, at: 0), "notification")
+        XCTAssertNil(try kinds[0].decode(String?.self, at: 1))
+        XCTAssertEqual(try kinds[0].decode(String.self, at: 2), "queued")
+        await client.close()
+    }
+
+    func testConcurrentDuplicateEnqueuesReturnOneJob() async throws {
+        let url = try await TestDatabase.fresh()
+        let client = PostgresClient(conninfo: url, maxConnections: 8)
+        let ids = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<32 {
+                group.addTask {
+                    try await client.query("SELECT iap.enqueue_receipt($1, $2, $3)", "same", "order", "UkVDRUlQVA==")[0].decode(Int.self, at: 0)
+                }
+            }
+            var all = Set<Int>()
+            for try await id in group { all.insert(id) }
+            return all
+        }
+        XCTAssertEqual(ids.count, 1)
+        await client.close()
+    }
+}
