@@ -11,6 +11,7 @@ enum CommandLineApp {
     static let commands: [Command] = [
         Command(spec: MigrateCommand.spec, run: MigrateCommand.run),
         Command(spec: StatusCommand.spec, run: StatusCommand.run),
+        Command(spec: WorkCommand.spec, run: WorkCommand.run),
         Command(spec: DemoCommand.spec, run: DemoCommand.run),
     ]
 

@@ -1,0 +1,158 @@
+import Foundation
+import HTTP
+
+/// Calls verifyReceipt and turns Apple's answer into a `ReceiptVerdict` (SPEC §5.1).
+/// One instance (one long-lived transport with its connection pool) serves all jobs of a process.
+/// It never throws and never logs: every failure becomes a verdict whose texts are safe to store.
+public final class AppleReceiptClient: Sendable {
+    public let configuration: ReceiptVerifierConfiguration
+    private let transport: HTTPTransport
+    private let observer: AppleRequestObserver
+
+    enum Endpoint: String { case production, sandbox }
+
+    /// - Parameter transport: defaults to sockets for http and URLSession for https. Any transport
+    ///   given is wrapped so plain http still reaches loopback hosts only.
+    public init(configuration: ReceiptVerifierConfiguration, transport: HTTPTransport? = nil,
+                observer: AppleRequestObserver = NoAppleRequestObserver()) throws {
+        try configuration.validate()
+        self.configuration = configuration
+        if let transport {
+            self.transport = RoutingHTTPTransport(plain: transport, tls: transport, plainHTTPLoopbackOnly: true)
+        } else {
+            self.transport = try RoutingHTTPTransport(plainHTTPLoopbackOnly: true)
+        }
+        self.observer = observer
+    }
+
+    /// `attempt` is 1-based and counts this call; `maxAttempts` is the job's round size.
+    public func verify(receiptData: String, attempt: Int, maxAttempts: Int) async -> ReceiptVerdict {
+        let secret = configuration.sharedSecret.flatMap { $0.isEmpty ? nil : $0 }
+        let body = Self.encode(VerifyReceiptRequestBody(receiptData: receiptData, password: secret))
+        let production = await post(body, to: .production)
+        guard case .answer(let answer) = production else { return production.verdict! }
+        if answer.status == AppleStatusCodes.sandboxReceiptSentToProduction {
+            guard configuration.allowSandbox else {
+                return .rejected(outcome: .sandboxRejected, appleStatus: answer.status,
+                                 detail: "Apple status 21007: a sandbox receipt, and sandbox receipts are not allowed")
+            }
+            let sandbox = await post(body, to: .sandbox)
+            guard case .answer(let sandboxAnswer) = sandbox else { return sandbox.verdict! }
+            return interpret(sandboxAnswer, from: .sandbox, attempt: attempt, maxAttempts: maxAttempts)
+        }
+        return interpret(answer, from: .production, attempt: attempt, maxAttempts: maxAttempts)
+    }
+
+    // MARK: one exchange
+
+    private enum Exchange {
+        case answer(VerifyReceiptResponseBody)
+        case failed(ReceiptVerdict)
+
+        var verdict: ReceiptVerdict? { if case .failed(let v) = self { v } else { nil } }
+    }
+
+    private func post(_ body: [UInt8], to endpoint: Endpoint) async -> Exchange {
+        let url = endpoint == .production ? configuration.productionURL : configuration.sandboxURL
+        let request = HTTPClientRequest(method: "POST", url: url,
+                                        headers: [("Content-Type", "application/json"), ("Accept", "application/json")],
+                                        body: body)
+        let clock = ContinuousClock()
+        let started = clock.now
+        let (exchange, result) = await exchange(request)
+        let elapsed = started.duration(to: clock.now).components
+        observer.appleRequestFinished(endpoint: endpoint.rawValue, result: result,
+                                      seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+        return exchange
+    }
+
+    /// The exchange plus the observer's result label.
+    private func exchange(_ request: HTTPClientRequest) async -> (Exchange, String) {
+        let response: HTTPClientResponse
+        do {
+            response = try await transport.send(request, timeout: configuration.requestTimeout)
+        } catch {
+            let (reason, label) = Self.describe(error)
+            return (.failed(.retry(reason: reason, appleStatus: nil, retryAfter: nil)), label)
+        }
+        for name in ["Deprecation", "Sunset"] {
+            if let value = response.header(name) { observer.appleDeprecationNotice(header: name, value: value) }
+        }
+        guard response.status == 200 else {
+            let retryAfter = [429, 503].contains(response.status) ? RetryAfter.parse(response.header("Retry-After")) : nil
+            let label = "http_\(response.status)"
+            return (.failed(.retry(reason: label, appleStatus: response.status, retryAfter: retryAfter)), label)
+        }
+        guard let answer = try? JSONDecoder().decode(VerifyReceiptResponseBody.self, from: Data(response.body)) else {
+            return (.failed(.retry(reason: "malformed_response", appleStatus: nil, retryAfter: nil)), "malformed")
+        }
+        return (.answer(answer), AppleStatusCodes.resultLabel(answer.status))
+    }
+
+    /// Retry reason and metric label for a transport failure (messages never carry the body).
+    private static func describe(_ error: Error) -> (reason: String, label: String) {
+        switch error as? HTTPClientError {
+        case .timeout: ("timeout", "timeout")
+        case .connectionFailed, .connectionReset: ("connection_error", "connection_error")
+        case .invalidResponse: ("malformed_response", "malformed")
+        case .tlsFailure: ("tls_error", "tls_error")
+        case .cancelled: ("cancelled", "cancelled")
+        case .insecureTransportNotAllowed, .tlsNotAllowed, .unsupportedURL, .invalidRequest: ("transport_refused", "transport_refused")
+        case nil: error is CancellationError ? ("cancelled", "cancelled") : ("connection_error", "connection_error")
+        }
+    }
+
+    // MARK: interpreting a decoded answer
+
+    private func interpret(_ answer: VerifyReceiptResponseBody, from endpoint: Endpoint,
+                           attempt: Int, maxAttempts: Int) -> ReceiptVerdict {
+        let status = answer.status
+        // 21006 (expired subscription) still carries a valid, decoded receipt.
+        guard status == AppleStatusCodes.ok || status == AppleStatusCodes.subscriptionExpired else {
+            if status == AppleStatusCodes.malformedOrTemporary && attempt >= maxAttempts {
+                return .rejected(outcome: .invalidReceipt, appleStatus: status,
+                                 detail: "Apple status 21002 persisted through \(attempt) attempts")
+            }
+            switch AppleStatusCodes.classify(status, isRetryable: answer.isRetryable == true, fromSandbox: endpoint == .sandbox) {
+            case .retry(let reason): return .retry(reason: reason, appleStatus: status, retryAfter: nil)
+            case .invalidReceipt(let detail): return .rejected(outcome: .invalidReceipt, appleStatus: status, detail: detail)
+            case .configError(let detail): return .configError(appleStatus: status, detail: detail)
+            }
+        }
+        guard let receipt = answer.receipt else {
+            return .retry(reason: "malformed_response", appleStatus: status, retryAfter: nil)
+        }
+        // The endpoint is the stronger evidence, but a production answer labelled Sandbox is
+        // treated as sandbox too: accepting a free purchase is the costly mistake.
+        let environment: AppleEnvironment =
+            endpoint == .sandbox || answer.environment?.lowercased() == "sandbox" ? .sandbox : .production
+        if environment == .sandbox && !configuration.allowSandbox {
+            return .rejected(outcome: .sandboxRejected, appleStatus: status, detail: "receipt is from the sandbox environment")
+        }
+        guard receipt.bundleID == configuration.bundleID else {
+            return .rejected(outcome: .wrongBundle, appleStatus: status,
+                             detail: "receipt bundle id \(receipt.bundleID ?? "(none)") is not \(configuration.bundleID)")
+        }
+        let transactions: [AppleTransaction]
+        do {
+            transactions = try ReceiptTransactions.make(receipt.inApp, environment: environment)
+        } catch {
+            return .retry(reason: "malformed_response", appleStatus: status, retryAfter: nil)
+        }
+        if transactions.isEmpty {
+            // Right after a purchase Apple may not list it yet.
+            if attempt < 3 && attempt < maxAttempts {
+                return .retry(reason: "empty_in_app", appleStatus: status, retryAfter: nil)
+            }
+            return .rejected(outcome: .noPurchase, appleStatus: status, detail: "receipt lists no in-app purchase")
+        }
+        return .verified(VerifiedReceipt(bundleID: configuration.bundleID, environment: environment, transactions: transactions))
+    }
+
+    private static func encode(_ body: VerifyReceiptRequestBody) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
+        // Encoding strings and a bool cannot fail.
+        return (try? [UInt8](encoder.encode(body))) ?? []
+    }
+}

@@ -1,0 +1,16 @@
+/// How the client reports each Apple call without depending on a metrics library; the owner maps
+/// it onto `iap_apple_requests_total{endpoint,result}` and the duration histogram.
+public protocol AppleRequestObserver: Sendable {
+    /// `endpoint` is "production" or "sandbox"; `result` is a bounded word such as "ok",
+    /// "status_21007", "http_503", "timeout", "connection_error", "malformed".
+    func appleRequestFinished(endpoint: String, result: String, seconds: Double)
+    /// Apple announced the end of an API (`Deprecation` or `Sunset` header).
+    func appleDeprecationNotice(header: String, value: String)
+}
+
+/// The default: reports go nowhere.
+public struct NoAppleRequestObserver: AppleRequestObserver {
+    public init() {}
+    public func appleRequestFinished(endpoint: String, result: String, seconds: Double) {}
+    public func appleDeprecationNotice(header: String, value: String) {}
+}

@@ -1,0 +1,21 @@
+/// SplitMix64: tiny, fast, and reproducible from `--seed`, so fault rolls replay exactly when
+/// requests arrive in the same order.
+struct SimRandom: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64?) {
+        var system = SystemRandomNumberGenerator()
+        state = seed ?? system.next()
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    mutating func unit() -> Double { Double(next() >> 11) / Double(UInt64(1) << 53) }
+}

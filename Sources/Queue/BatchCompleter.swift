@@ -1,0 +1,176 @@
+import Foundation
+import Observability
+import Postgres
+import Synchronization
+
+/// Collects verification results and writes them in batches: one transaction per batch
+/// (lease check and lock, settlement, one UPDATE for every job), so a slow Apple never
+/// holds a database transaction and a busy worker writes thousands of results per statement.
+final class BatchCompleter<Handler: JobHandler>: Sendable {
+    struct Item: Sendable {
+        let job: ClaimedJob
+        let verification: Verification<Handler.Work>
+        let milliseconds: Int
+    }
+
+    private let store: QueueStore
+    private let handler: Handler
+    private let configuration: QueueConfiguration
+    private let logger: Logger
+    private let metrics: QueueMetrics
+    private let pending = Mutex<[Item]>([])
+    private let closed = Atomic<Bool>(false)
+    private let wakeStream: AsyncStream<Void>
+    private let wake: AsyncStream<Void>.Continuation
+    /// Results accepted but not yet written or abandoned (for graceful shutdown).
+    private let outstanding = Atomic<Int>(0)
+
+    init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger, metrics: QueueMetrics) {
+        self.store = store
+        self.handler = handler
+        self.configuration = configuration
+        self.logger = logger
+        self.metrics = metrics
+        (wakeStream, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    var outstandingCount: Int { outstanding.load(ordering: .relaxed) }
+
+    func submit(_ item: Item) {
+        outstanding.add(1, ordering: .relaxed)
+        pending.withLock { $0.append(item) }
+        wake.yield()
+    }
+
+    /// No more submissions: `run` returns once everything pending is written (or abandoned
+    /// after `deadline`; leases then cover those jobs).
+    func close() {
+        closed.store(true, ordering: .releasing)
+        wake.yield()
+    }
+
+    func run(abandonAfter deadline: @escaping @Sendable () -> ContinuousClock.Instant?) async {
+        var iterator = wakeStream.makeAsyncIterator()
+        while true {
+            let batch = pending.withLock { items -> [Item] in
+                let count = min(items.count, configuration.completionBatch)
+                defer { items.removeFirst(count) }
+                return Array(items.prefix(count))
+            }
+            if batch.isEmpty {
+                if closed.load(ordering: .acquiring) && pending.withLock({ $0.isEmpty }) { return }
+                _ = await iterator.next()
+                continue
+            }
+            await writeWithRetry(batch, deadline: deadline)
+            outstanding.subtract(batch.count, ordering: .relaxed)
+        }
+    }
+
+    private func writeWithRetry(_ batch: [Item], deadline: @Sendable () -> ContinuousClock.Instant?) async {
+        var backoff = 0.05
+        while true {
+            do {
+                try await write(batch)
+                return
+            } catch let error as PostgresError where error.isTransient {
+                if let deadline = deadline(), ContinuousClock.now >= deadline {
+                    logger.warning("completion_abandoned", ["jobs": .int(batch.count), "error": .string(error.message)])
+                    return
+                }
+                logger.warning("completion_retry", ["jobs": .int(batch.count), "error": .string(error.message)])
+                try? await Task.sleep(for: .seconds(backoff))
+                backoff = min(backoff * 2, 2)
+            } catch {
+                // A settlement error in one job must not block the others: write them one by one.
+                if batch.count > 1 {
+                    for item in batch { await writeWithRetry([item], deadline: deadline) }
+                    return
+                }
+                logger.error("completion_failed", ["job_id": .int(batch[0].job.id), "error": .error(error)])
+                let fallback = Item(job: batch[0].job, verification: .decided(.retry("settlement_error", error: "\(error)")),
+                                    milliseconds: batch[0].milliseconds)
+                if case .settle = batch[0].verification {
+                    try? await write([fallback])
+                }
+                return
+            }
+        }
+    }
+
+    private func write(_ batch: [Item]) async throws {
+        let written: (rows: [CompletionRow], ids: Set<Int>) = try await store.client.withConnection { connection in
+            try await connection.transaction { connection in
+                var decided: [(ClaimedJob, JobOutcome)] = []
+                var toSettle: [SettlementItem<Handler.Work>] = []
+                for item in batch {
+                    switch item.verification {
+                    case .decided(let outcome): decided.append((item.job, outcome))
+                    case .settle(let work): toSettle.append(SettlementItem(job: item.job, work: work))
+                    }
+                }
+                if !toSettle.isEmpty {
+                    let owned = try await store.lockOwned(toSettle.map(\.job.id), workerID: configuration.workerID, on: connection)
+                    let mine = toSettle.filter { owned.contains($0.job.id) }
+                    let outcomes = try await handler.settle(mine, on: connection)
+                    precondition(outcomes.count == mine.count, "settle must return one outcome per item")
+                    decided += zip(mine.map(\.job), outcomes).map { ($0, $1) }
+                }
+                let rows = decided.map { completionRow(job: $0.0, outcome: $0.1) }
+                let ids = try await store.complete(rows, workerID: configuration.workerID, on: connection)
+                return (rows, ids)
+            }
+        }
+        report(batch, rows: written.rows, written: written.ids)
+    }
+
+    private func completionRow(job: ClaimedJob, outcome: JobOutcome) -> CompletionRow {
+        switch outcome.disposition {
+        case .finish(let state, let name):
+            return CompletionRow(id: job.id, state: state.rawValue, outcome: name, delaySeconds: nil,
+                                 appleStatus: outcome.appleStatus, error: outcome.error, transactionIDs: outcome.transactionIDs)
+        case .retry(let reason, let notBefore):
+            if job.attempts >= configuration.maxAttempts {
+                return CompletionRow(id: job.id, state: "timed_out", outcome: nil, delaySeconds: nil,
+                                     appleStatus: outcome.appleStatus, error: outcome.error ?? reason, transactionIDs: [],
+                                     retryReason: reason)
+            }
+            var delay = configuration.retryPolicy.delay(afterAttempt: job.attempts)
+            if let notBefore { delay = max(delay, Double(notBefore.components.seconds) + Double(notBefore.components.attoseconds) / 1e18) }
+            return CompletionRow(id: job.id, state: "retrying", outcome: nil, delaySeconds: delay,
+                                 appleStatus: outcome.appleStatus, error: outcome.error ?? reason, transactionIDs: [],
+                                 retryReason: reason)
+        }
+    }
+
+    /// Logs and counts what was written; a job not written had lost its lease.
+    private func report(_ batch: [Item], rows: [CompletionRow], written: Set<Int>) {
+        let byID = Dictionary(batch.map { ($0.job.id, $0) }, uniquingKeysWith: { first, _ in first })
+        for row in rows {
+            guard let item = byID[row.id] else { continue }
+            guard written.contains(row.id) else {
+                logger.warning("lease_lost", ["job_id": .int(row.id), "attempt": .int(item.job.attempts)])
+                continue
+            }
+            switch row.state {
+            case "retrying":
+                let reason = row.retryReason ?? "unknown"
+                metrics.retries.labels(reason).inc()
+                logger.info("job_retry", ["job_id": .int(row.id), "attempt": .int(item.job.attempts), "reason": .string(reason),
+                                          "delay_s": .double(((row.delaySeconds ?? 0) * 1000).rounded() / 1000), "apple_status": row.appleStatus.map { .int($0) } ?? "",
+                                          "ms": .int(item.milliseconds)])
+            case "timed_out":
+                metrics.retries.labels(row.retryReason ?? "unknown").inc()
+                logger.warning("job_timed_out", ["job_id": .int(row.id), "attempts": .int(item.job.attempts),
+                                                 "reason": .string(row.retryReason ?? "unknown"),
+                                                 "error": .string(row.error ?? ""), "apple_status": row.appleStatus.map { .int($0) } ?? ""])
+            default:
+                let outcome = row.outcome ?? row.state
+                metrics.finished.labels(outcome).inc()
+                logger.info("job_finished", ["job_id": .int(row.id), "kind": .string(item.job.kind), "outcome": .string(outcome),
+                                             "transaction_id": .string(row.transactionIDs.joined(separator: ",")),
+                                             "attempt": .int(item.job.attempts), "ms": .int(item.milliseconds)])
+            }
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import Postgres
+
+/// The seam between the generic engine and what a job means. The engine claims, runs
+/// `verify` outside any transaction (it may take seconds: Apple), then calls `settle`
+/// for a batch inside the completion transaction, after the batch's leases were checked
+/// and locked, so a worker whose lease expired never settles anything.
+public protocol JobHandler: Sendable {
+    associatedtype Work: Sendable
+
+    func verify(_ job: ClaimedJob) async -> Verification<Work>
+
+    /// Returns one outcome per item, in order. Runs inside the completion transaction.
+    func settle(_ items: [SettlementItem<Work>], on connection: PostgresConnection) async throws -> [JobOutcome]
+}
+
+/// Finishes every job at once as done/acknowledged: for benchmarks and drills.
+/// `delay` simulates verification time.
+public struct NoOpHandler: JobHandler {
+    public let delay: Duration
+    public init(delay: Duration = .zero) { self.delay = delay }
+
+    public func verify(_ job: ClaimedJob) async -> Verification<Never> {
+        if delay > .zero { try? await Task.sleep(for: delay) }
+        return .decided(.finish(.done, "acknowledged"))
+    }
+
+    public func settle(_ items: [SettlementItem<Never>], on connection: PostgresConnection) async throws -> [JobOutcome] { [] }
+}

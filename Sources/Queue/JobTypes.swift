@@ -1,0 +1,77 @@
+import Foundation
+
+/// A job as claimed: everything a verifier needs, nothing it may change.
+public struct ClaimedJob: Sendable, Equatable {
+    public let id: Int
+    public let kind: String
+    public let userID: String?
+    public let orderID: String?
+    public let productID: String?
+    public let payload: String
+    /// Attempts in this round, including the one now running.
+    public let attempts: Int
+    public let createdAt: Date
+    /// Rounds already re-queued by the timed_out sweep.
+    public let sweeps: Int
+
+    public init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String,
+                attempts: Int, createdAt: Date, sweeps: Int) {
+        self.id = id
+        self.kind = kind
+        self.userID = userID
+        self.orderID = orderID
+        self.productID = productID
+        self.payload = payload
+        self.attempts = attempts
+        self.createdAt = createdAt
+        self.sweeps = sweeps
+    }
+}
+
+/// Where a finished job rests (SPEC 3).
+public enum TerminalState: String, Sendable, Equatable {
+    case done, failed, attention
+}
+
+/// What happens to a job after one attempt.
+public struct JobOutcome: Sendable, Equatable {
+    public enum Disposition: Sendable, Equatable {
+        /// Final: the state and outcome SPEC 3 pairs.
+        case finish(TerminalState, outcome: String)
+        /// Try again later; `notBefore` is a floor under the backoff (e.g. Retry-After).
+        case retry(reason: String, notBefore: Duration? = nil)
+    }
+
+    public var disposition: Disposition
+    public var appleStatus: Int?
+    public var error: String?
+    public var transactionIDs: [String]
+
+    public init(_ disposition: Disposition, appleStatus: Int? = nil, error: String? = nil, transactionIDs: [String] = []) {
+        self.disposition = disposition
+        self.appleStatus = appleStatus
+        self.error = error
+        self.transactionIDs = transactionIDs
+    }
+
+    public static func finish(_ state: TerminalState, _ outcome: String, appleStatus: Int? = nil, error: String? = nil,
+                              transactionIDs: [String] = []) -> JobOutcome {
+        JobOutcome(.finish(state, outcome: outcome), appleStatus: appleStatus, error: error, transactionIDs: transactionIDs)
+    }
+
+    public static func retry(_ reason: String, notBefore: Duration? = nil, appleStatus: Int? = nil, error: String? = nil) -> JobOutcome {
+        JobOutcome(.retry(reason: reason, notBefore: notBefore), appleStatus: appleStatus, error: error)
+    }
+}
+
+/// A verifier's answer: either the outcome is already known, or `Work` must be settled
+/// (e.g. credited) inside the completion transaction.
+public enum Verification<Work: Sendable>: Sendable {
+    case decided(JobOutcome)
+    case settle(Work)
+}
+
+public struct SettlementItem<Work: Sendable>: Sendable {
+    public let job: ClaimedJob
+    public let work: Work
+}

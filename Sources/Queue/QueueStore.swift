@@ -1,0 +1,145 @@
+import Foundation
+import Postgres
+
+/// One row of a completion batch, ready for SQL.
+struct CompletionRow: Sendable {
+    let id: Int
+    /// done | failed | attention | retrying | timed_out
+    let state: String
+    /// Set only for terminal states (SPEC 3).
+    let outcome: String?
+    let delaySeconds: Double?
+    let appleStatus: Int?
+    let error: String?
+    let transactionIDs: [String]
+    /// Why a retry or time-out happened (logs and metrics, not a column).
+    var retryReason: String? = nil
+}
+
+/// Every SQL statement of the queue, one typed method each (the driver boundary).
+public struct QueueStore: Sendable {
+    public let client: PostgresClient
+    public init(client: PostgresClient) { self.client = client }
+
+    static let claimSQL = """
+        WITH picked AS (
+            SELECT id FROM iap.jobs
+            WHERE state IN ('queued', 'retrying') AND run_at <= now()
+            ORDER BY run_at, id
+            LIMIT $1
+            FOR UPDATE SKIP LOCKED
+        )
+        UPDATE iap.jobs AS j
+        SET state = 'running', attempts = j.attempts + 1, leased_by = $2,
+            lease_expires_at = now() + make_interval(secs => $3)
+        FROM picked WHERE j.id = picked.id
+        RETURNING j.id, j.kind, j.user_id, j.order_id, j.product_id, j.payload, j.attempts, j.created_at, j.sweeps
+        """
+
+    /// Claims up to `limit` runnable jobs in one statement, oldest run_at first.
+    public func claim(limit: Int, workerID: String, leaseSeconds: Double) async throws -> [ClaimedJob] {
+        let rows = try await client.query(Self.claimSQL, [limit, workerID, leaseSeconds])
+        return try rows.map { row in
+            ClaimedJob(id: try row.decode(at: 0), kind: try row.decode(at: 1), userID: try row.decode(at: 2),
+                       orderID: try row.decode(at: 3), productID: try row.decode(at: 4), payload: try row.decode(at: 5),
+                       attempts: try row.decode(at: 6), createdAt: try row.decode(at: 7), sweeps: try row.decode(at: 8))
+        }.sorted { $0.id < $1.id }
+    }
+
+    static let lockOwnedSQL = """
+        SELECT id FROM iap.jobs
+        WHERE id = ANY($1::bigint[]) AND state = 'running' AND leased_by = $2 AND lease_expires_at > now()
+        FOR UPDATE
+        """
+
+    /// Inside the completion transaction: which of `ids` this worker still holds (now locked).
+    func lockOwned(_ ids: [Int], workerID: String, on connection: PostgresConnection) async throws -> Set<Int> {
+        Set(try await connection.query(Self.lockOwnedSQL, [ids, workerID]).map { try $0.decode(Int.self, at: 0) })
+    }
+
+    static let completeSQL = """
+        UPDATE iap.jobs AS j SET
+            state = u.state,
+            outcome = u.outcome,
+            run_at = CASE WHEN u.state = 'retrying' THEN now() + make_interval(secs => u.delay) ELSE now() END,
+            apple_status = coalesce(u.apple_status, j.apple_status),
+            last_error = u.last_error,
+            transaction_ids = CASE WHEN u.txids IS NULL THEN j.transaction_ids
+                                   ELSE ARRAY(SELECT jsonb_array_elements_text(u.txids)) END,
+            finished_at = CASE WHEN u.state IN ('done', 'failed', 'attention') THEN now() END,
+            leased_by = NULL,
+            lease_expires_at = NULL
+        FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::int[], $6::text[], $7::jsonb[])
+             AS u(id, state, outcome, delay, apple_status, last_error, txids)
+        WHERE j.id = u.id AND j.state = 'running' AND j.leased_by = $8 AND j.lease_expires_at > now()
+        RETURNING j.id
+        """
+
+    /// Writes a batch of results in one statement; only jobs whose lease this worker still
+    /// holds are touched. Returns the ids written.
+    func complete(_ rows: [CompletionRow], workerID: String, on connection: PostgresConnection) async throws -> Set<Int> {
+        guard !rows.isEmpty else { return [] }
+        let transactionIDs: [String?] = rows.map { row in
+            guard !row.transactionIDs.isEmpty,
+                  let data = try? JSONSerialization.data(withJSONObject: row.transactionIDs) else { return nil }
+            return String(decoding: data, as: UTF8.self)
+        }
+        let binds: [any PostgresEncodable] = [
+            rows.map(\.id), rows.map(\.state), rows.map(\.outcome), rows.map(\.delaySeconds),
+            rows.map { $0.appleStatus.map(Int64.init) }, rows.map(\.error), transactionIDs, workerID,
+        ]
+        return Set(try await connection.query(Self.completeSQL, binds).map { try $0.decode(Int.self, at: 0) })
+    }
+
+    static let releaseSQL = """
+        UPDATE iap.jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
+            leased_by = NULL, lease_expires_at = NULL
+        WHERE id = ANY($1::bigint[]) AND state = 'running' AND leased_by = $2
+        """
+
+    /// Graceful shutdown: hands unfinished jobs back without burning the attempt.
+    public func release(_ ids: [Int], workerID: String) async throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try await client.query(Self.releaseSQL, [ids, workerID]).affectedRows
+    }
+
+    static let rescueSQL = """
+        WITH expired AS (
+            SELECT id FROM iap.jobs
+            WHERE state = 'running' AND lease_expires_at < now()
+            ORDER BY lease_expires_at
+            LIMIT $2
+            FOR UPDATE SKIP LOCKED
+        )
+        UPDATE iap.jobs AS j
+        SET state = CASE WHEN j.attempts >= $1 THEN 'timed_out' ELSE 'queued' END,
+            run_at = now(), leased_by = NULL, lease_expires_at = NULL,
+            last_error = 'lease expired (worker ' || coalesce(j.leased_by, '?') || ' stopped answering)'
+        FROM expired WHERE j.id = expired.id
+        RETURNING j.id, j.state, j.attempts
+        """
+
+    /// Jobs of crashed workers go back to the queue (or to timed_out after a full round).
+    public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 1_000) async throws -> [(id: Int, state: String)] {
+        try await client.query(Self.rescueSQL, [maxAttempts, limit]).map { (try $0.decode(Int.self, at: 0), try $0.decode(String.self, at: 1)) }
+    }
+
+    static let sweepSQL = """
+        WITH due AS (
+            SELECT id FROM iap.jobs WHERE state = 'timed_out' ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+        )
+        UPDATE iap.jobs AS j SET state = 'queued', attempts = 0, sweeps = j.sweeps + 1, run_at = now()
+        FROM due WHERE j.id = due.id
+        RETURNING j.id
+        """
+
+    /// Re-queues timed_out jobs, each with a fresh round of attempts.
+    public func sweepTimedOut(limit: Int = 10_000) async throws -> [Int] {
+        try await client.query(Self.sweepSQL, [limit]).map { try $0.decode(Int.self, at: 0) }
+    }
+
+    /// NOTIFY so idle workers claim at once (after a sweep or a rescue).
+    public func notifyWorkers() async throws {
+        _ = try await client.query("SELECT pg_notify('iap_jobs', '')")
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import Observability
+import Postgres
+import Synchronization
+
+/// The worker pool of one process: claims runnable jobs in batches (only as many as it
+/// has free slots), verifies each in its own task, and hands results to the batch
+/// completer. `run` returns after `shutdown()`: claiming stops, in-flight jobs get
+/// `shutdownGrace` to finish, the rest are released to the queue.
+public final class QueueWorker<Handler: JobHandler>: Sendable {
+    public let configuration: QueueConfiguration
+    private let store: QueueStore
+    private let handler: Handler
+    private let logger: Logger
+    private let metrics: QueueMetrics
+    private let listenerConninfo: String?
+    private let completer: BatchCompleter<Handler>
+    private let wake = WakeSignal()
+    private let stopping = Atomic<Bool>(false)
+    private let inflight = Atomic<Int>(0)
+    private let running = Mutex<[Int: ClaimedJob]>([:])
+    /// Jobs stopped by shutdown: released, attempt not burnt.
+    private let cancelled = Mutex<[Int]>([])
+    private let graceDeadline = Mutex<ContinuousClock.Instant?>(nil)
+    private let healthy = Atomic<Bool>(true)
+
+    /// `claimClient` serves claims and completions; `listenerConninfo` (nil: poll only) gets
+    /// its own LISTEN connection.
+    public init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger,
+                metrics: QueueMetrics, listenerConninfo: String?) {
+        self.store = store
+        self.handler = handler
+        self.configuration = configuration
+        self.logger = logger.with(["worker": .string(configuration.workerID)])
+        self.metrics = metrics
+        self.listenerConninfo = listenerConninfo
+        completer = BatchCompleter(store: store, handler: handler, configuration: configuration, logger: self.logger, metrics: metrics)
+    }
+
+    /// False while claims fail (database unreachable); for /readyz.
+    public var isHealthy: Bool { healthy.load(ordering: .relaxed) && !stopping.load(ordering: .relaxed) }
+    public var inflightCount: Int { inflight.load(ordering: .relaxed) }
+
+    /// Begins a graceful stop; `run` returns when it is done.
+    public func shutdown() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        graceDeadline.withLock { $0 = .now + .seconds(configuration.shutdownGrace) }
+        wake.wake()
+    }
+
+    public func run() async {
+        logger.info("worker_started", ["concurrency": .int(configuration.concurrency), "claim_batch": .int(configuration.claimBatch)])
+        let listener = startListener()
+        let poller = Task { [wake, configuration] in
+            while !Task.isCancelled {
+                let jitter = Double.random(in: 0.75...1.25)
+                try? await Task.sleep(for: .seconds(configuration.pollInterval * jitter))
+                wake.wake()
+            }
+        }
+        let completion = Task { [self] in
+            await completer.run(abandonAfter: { self.graceDeadline.withLock { $0.map { $0 + .seconds(5) } } })
+        }
+        await withTaskGroup(of: Void.self) { jobs in
+            await claimLoop(into: &jobs)
+            await drain(&jobs)
+        }
+        completer.close()
+        await completion.value
+        poller.cancel()
+        if let listener { await listener.stop() }
+        logger.info("worker_stopped", ["claimed_left": .int(running.withLock { $0.count })])
+    }
+
+    private func startListener() -> PostgresListener? {
+        guard configuration.listenForNotifications, let listenerConninfo,
+              let listener = try? PostgresListener(conninfo: listenerConninfo, channels: ["iap_jobs"]) else { return nil }
+        Task { [wake] in
+            for await _ in listener.events { wake.wake() }
+        }
+        return listener
+    }
+
+    private func claimLoop(into jobs: inout TaskGroup<Void>) async {
+        var wakeups = wake.stream.makeAsyncIterator()
+        var failureBackoff = 0.1
+        while !stopping.load(ordering: .acquiring) {
+            let free = configuration.concurrency - inflight.load(ordering: .acquiring)
+            var claimedAll = false
+            if free > 0 {
+                let limit = min(free, configuration.claimBatch)
+                do {
+                    let claimed = try await store.claim(limit: limit, workerID: configuration.workerID,
+                                                        leaseSeconds: configuration.leaseSeconds)
+                    healthy.store(true, ordering: .relaxed)
+                    failureBackoff = 0.1
+                    for job in claimed { start(job, in: &jobs) }
+                    claimedAll = claimed.count == limit
+                } catch {
+                    healthy.store(false, ordering: .relaxed)
+                    logger.warning("claim_failed", ["error": .error(error)])
+                    try? await Task.sleep(for: .seconds(failureBackoff))
+                    failureBackoff = min(failureBackoff * 2, 5)
+                    continue
+                }
+            }
+            // A full batch means more may be waiting: claim again as soon as slots allow.
+            if claimedAll && inflight.load(ordering: .acquiring) < configuration.concurrency { continue }
+            _ = await wakeups.next()
+        }
+    }
+
+    private func start(_ job: ClaimedJob, in jobs: inout TaskGroup<Void>) {
+        inflight.add(1, ordering: .acquiringAndReleasing)
+        metrics.inflight.inc()
+        metrics.claimed.inc()
+        running.withLock { $0[job.id] = job }
+        logger.debug("job_claimed", ["job_id": .int(job.id), "kind": .string(job.kind), "attempt": .int(job.attempts)])
+        jobs.addTask { [self] in
+            let started = ContinuousClock.now
+            let verification = await verifyWithDeadline(job)
+            let elapsed = ContinuousClock.now - started
+            let milliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+            running.withLock { _ = $0.removeValue(forKey: job.id) }
+            if let verification {
+                completer.submit(.init(job: job, verification: verification, milliseconds: milliseconds))
+            } else {
+                cancelled.withLock { $0.append(job.id) }
+            }
+            metrics.inflight.dec()
+            let before = inflight.subtract(1, ordering: .acquiringAndReleasing).oldValue
+            // Wake the claimer when enough slots are free for a worthwhile batch.
+            let threshold = max(1, min(configuration.claimBatch, configuration.concurrency) / 2)
+            if configuration.concurrency - before < threshold { wake.wake() }
+        }
+    }
+
+    /// nil when the job was cancelled by shutdown (it is released, not completed).
+    private func verifyWithDeadline(_ job: ClaimedJob) async -> Verification<Handler.Work>? {
+        let deadline = configuration.verifyDeadline
+        return await withTaskGroup(of: Verification<Handler.Work>?.self) { group in
+            group.addTask { [handler] in await handler.verify(job) }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(deadline))
+                return Task.isCancelled ? nil : .decided(.retry("deadline", error: "verification exceeded \(Int(deadline)) s"))
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            if Task.isCancelled { return nil }
+            return first
+        }
+    }
+
+    /// Waits for in-flight jobs up to the grace deadline, then cancels and releases the rest.
+    private func drain(_ jobs: inout TaskGroup<Void>) async {
+        let deadline = graceDeadline.withLock { $0 } ?? .now
+        while inflight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        jobs.cancelAll()
+        await jobs.waitForAll()
+        let leftovers = cancelled.withLock { $0 }
+        if !leftovers.isEmpty {
+            do {
+                let released = try await store.release(leftovers, workerID: configuration.workerID)
+                logger.notice("jobs_released", ["jobs": .int(released)])
+            } catch {
+                logger.warning("release_failed", ["jobs": .int(leftovers.count), "error": .error(error)])
+            }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import HTTP
+import Observability
+import Postgres
+import Queue
+
+enum WorkCommand {
+    static let queueSettings = [
+        Settings.workerConcurrency, Settings.claimBatch, Settings.leaseSeconds, Settings.retryBase, Settings.retryCap,
+        Settings.retrySchedule, Settings.maxAttempts, Settings.sweepInterval, Settings.shutdownGrace,
+    ]
+
+    static let spec = CommandSpec(
+        name: "work",
+        summary: "The worker process: claims and verifies jobs, credits, alerts; serves /metrics, /healthz, /readyz; runs the sweeps when it holds the duty.",
+        usage: "work [--concurrency N] [--metrics-listen ADDR] ...",
+        settings: Settings.database + queueSettings + [Settings.metricsListen, Settings.stuckAfter, Settings.alertRepeat] + Settings.logging,
+        flags: [
+            CommandFlag(name: "verifier", takesValue: true, help: "apple (default) | noop (benchmarks and drills: every job done at once)"),
+            CommandFlag(name: "noop-delay", takesValue: true, help: "with --verifier noop: seconds each job takes"),
+        ])
+
+    static func run(_ runtime: Runtime) async throws -> Int32 {
+        let options = runtime.options
+        let verifier = options.flag("verifier") ?? "apple"
+        guard verifier == "noop" else {
+            throw UsageError("--verifier \(verifier): only 'noop' is available in this build (the Apple verifier is not wired yet)")
+        }
+        guard let delay = SettingValidator.parseSeconds(options.flag("noop-delay") ?? "0"), delay >= 0 else {
+            throw UsageError("invalid --noop-delay: must be decimal seconds")
+        }
+        let url = try runtime.databaseURL()
+        let configuration = queueConfiguration(options)
+        let client = PostgresClient(conninfo: url, maxConnections: 4, applicationName: "receipt-worker-work")
+        let registry = MetricsRegistry()
+        return try await WorkerProcess(runtime: runtime, client: client, conninfo: url, registry: registry,
+                                       configuration: configuration, handler: NoOpHandler(delay: .seconds(delay))).run()
+    }
+
+    static func queueConfiguration(_ options: CommandLineOptions) -> QueueConfiguration {
+        var configuration = QueueConfiguration()
+        configuration.concurrency = options.int(Settings.workerConcurrency)
+        configuration.claimBatch = options.int(Settings.claimBatch)
+        configuration.leaseSeconds = options.seconds(Settings.leaseSeconds)
+        configuration.maxAttempts = options.int(Settings.maxAttempts)
+        configuration.shutdownGrace = options.seconds(Settings.shutdownGrace)
+        let schedule = options.list(Settings.retrySchedule).compactMap(Double.init)
+        configuration.retryPolicy = schedule.isEmpty
+            ? .exponential(base: options.seconds(Settings.retryBase), cap: options.seconds(Settings.retryCap))
+            : .schedule(schedule)
+        return configuration
+    }
+}
+
+/// One worker process: the pool, maintenance, the operations endpoint and signals.
+struct WorkerProcess<Handler: JobHandler>: Sendable {
+    let runtime: Runtime
+    let client: PostgresClient
+    let conninfo: String
+    let registry: MetricsRegistry
+    let configuration: QueueConfiguration
+    let handler: Handler
+    var extraMaintenance: [any MaintenanceTask] = []
+
+    func run() async throws -> Int32 {
+        let logger = runtime.logger
+        let store = QueueStore(client: client)
+        let worker = QueueWorker(store: store, handler: handler, configuration: configuration, logger: logger,
+                                 metrics: QueueMetrics(registry: registry), listenerConninfo: conninfo)
+        let tasks: [any MaintenanceTask] = [
+            LeaseRescuer(store: store, interval: max(0.5, min(5, configuration.leaseSeconds / 4)),
+                         maxAttempts: configuration.maxAttempts, logger: logger),
+            TimedOutSweeper(store: store, interval: runtime.options.seconds(Settings.sweepInterval), logger: logger),
+        ] + extraMaintenance
+        let maintenance = Maintenance(conninfo: conninfo, tasks: tasks, logger: logger.with(["worker": .string(configuration.workerID)]),
+                                      electionInterval: min(2, max(0.2, runtime.options.seconds(Settings.sweepInterval))))
+        let endpoint = try OperationsEndpoint.start(listen: runtime.options.string(Settings.metricsListen), registry: registry,
+                                                    ready: { worker.isHealthy }, logger: logger)
+        let gauges = DatabaseGauges.start(client: client, registry: registry)
+        let signals = SignalWatcher()
+        let signalTask = Task.detached {
+            var count = 0
+            for await number in signals.signals {
+                count += 1
+                if count == 1 {
+                    logger.notice("shutdown_requested", ["signal": .int(Int(number))])
+                    worker.shutdown()
+                    maintenance.stop()
+                } else {
+                    logger.warning("shutdown_forced", ["signal": .int(Int(number))])
+                    exit(1) // leases bring the jobs back
+                }
+            }
+        }
+        let maintenanceTask = Task { await maintenance.run() }
+        await worker.run()
+        maintenance.stop()
+        await maintenanceTask.value
+        gauges.cancel()
+        signalTask.cancel()
+        signals.cancel()
+        if let endpoint { await endpoint.shutdown(grace: .seconds(1)) }
+        await client.close()
+        return 0
+    }
+}

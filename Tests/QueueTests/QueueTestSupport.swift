@@ -1,0 +1,66 @@
+import Foundation
+import Observability
+import Postgres
+import Queue
+import Synchronization
+import TestSupport
+
+/// A handler whose answers are scripted per attempt, for engine tests.
+struct ScriptedHandler: JobHandler {
+    let script: @Sendable (ClaimedJob) async -> JobOutcome
+
+    func verify(_ job: ClaimedJob) async -> Verification<Never> { .decided(await script(job)) }
+    func settle(_ items: [SettlementItem<Never>], on connection: PostgresConnection) async throws -> [JobOutcome] { [] }
+}
+
+struct QueueFixture {
+    let url: String
+    let client: PostgresClient
+    let store: QueueStore
+    let logs = CapturingLogSink()
+    let registry = MetricsRegistry()
+
+    static func make() async throws -> QueueFixture {
+        let url = try await TestDatabase.fresh()
+        let client = PostgresClient(conninfo: url, maxConnections: 4)
+        return QueueFixture(url: url, client: client, store: QueueStore(client: client))
+    }
+
+    var logger: Logger { Logger(minimumLevel: .debug, sink: logs) }
+
+    func enqueue(_ count: Int, prefix: String = "job") async throws {
+        _ = try await client.query("""
+            INSERT INTO iap.jobs (kind, user_id, order_id, payload, dedup_key)
+            SELECT 'receipt', 'user-' || (n % 17), $1 || '-' || n, 'cGF5bG9hZA==',
+                   iap.job_dedup_key('receipt', 'user-' || (n % 17), $1 || '-' || n, 'cGF5bG9hZA==')
+            FROM generate_series(1, $2) AS n
+            """, [prefix, count])
+    }
+
+    func states() async throws -> [String: Int] {
+        var result: [String: Int] = [:]
+        for row in try await client.query("SELECT state, count(*) FROM iap.jobs GROUP BY state") {
+            result[try row.decode(String.self, at: 0)] = try row.decode(Int.self, at: 1)
+        }
+        return result
+    }
+
+    func worker<H: JobHandler>(_ handler: H, configure: (inout QueueConfiguration) -> Void = { _ in }) -> QueueWorker<H> {
+        var configuration = QueueConfiguration()
+        configuration.pollInterval = 0.05
+        configuration.retryPolicy = .schedule([0.05])
+        configure(&configuration)
+        return QueueWorker(store: store, handler: handler, configuration: configuration, logger: logger,
+                           metrics: QueueMetrics(registry: registry), listenerConninfo: url)
+    }
+
+    /// Polls `condition` until true or `seconds` pass.
+    func eventually(_ seconds: Double = 30, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+}
