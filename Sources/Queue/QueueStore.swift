@@ -91,6 +91,14 @@ public struct QueueStore: Sendable {
         return Set(try await connection.query(Self.completeSQL, binds).map { try $0.decode(Int.self, at: 0) })
     }
 
+    /// Marks claimed jobs finished with one outcome through the batch-completion statement
+    /// (no settlement): the raw-SQL ceiling of `bench queue`.
+    public func completeDone(_ ids: [Int], outcome: String, workerID: String) async throws -> Int {
+        let rows = ids.map { CompletionRow(id: $0, state: "done", outcome: outcome, delaySeconds: nil, appleStatus: nil,
+                                           error: nil, transactionIDs: []) }
+        return try await client.withConnection { try await complete(rows, workerID: workerID, on: $0) }.count
+    }
+
     static let releaseSQL = """
         UPDATE iap.jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
             leased_by = NULL, lease_expires_at = NULL

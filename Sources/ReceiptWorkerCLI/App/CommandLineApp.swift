@@ -13,6 +13,7 @@ enum CommandLineApp {
         Command(spec: StatusCommand.spec, run: StatusCommand.run),
         Command(spec: WorkCommand.spec, run: WorkCommand.run),
         Command(spec: DemoCommand.spec, run: DemoCommand.run),
+        Command(spec: BenchCommand.spec, run: BenchCommand.run),
     ]
 
     static func main(_ arguments: [String], environment: [String: String]) async -> Int32 {

@@ -1,0 +1,55 @@
+/// Field rules shared by every submission kind, so each 400 message is worded in one place.
+struct SubmissionFields {
+    /// Identifiers (user, order, product) longer than this are refused: they are keys, not documents.
+    static let maximumIdentifierLength = 256
+
+    let members: [String: JSONMember]
+
+    init(json bytes: UnsafeBufferPointer<UInt8>) throws {
+        members = try JSONObjectScanner.parseObject(bytes)
+    }
+
+    /// A required, non-empty string (whitespace alone counts as empty).
+    func requiredString(_ name: String) throws -> String {
+        guard let member = members[name] else { throw IngestValidationError("\(name) is required") }
+        guard case .string(let text) = member else { throw IngestValidationError("\(name) must be a string") }
+        guard text.contains(where: { !$0.isWhitespace }) else { throw IngestValidationError("\(name) must not be empty") }
+        try Self.rejectNUL(text, name)
+        return text
+    }
+
+    /// An optional string: absent, null and "" all mean "not given" (as in `iap.enqueue_*`, whose
+    /// `nullif(…, '')` makes them the same job).
+    func optionalString(_ name: String) throws -> String? {
+        guard let member = members[name] else { return nil }
+        switch member {
+        case .null: return nil
+        case .string(let text):
+            if text.isEmpty { return nil }
+            try Self.rejectNUL(text, name)
+            return text
+        default: throw IngestValidationError("\(name) must be a string")
+        }
+    }
+
+    func requiredIdentifier(_ name: String) throws -> String {
+        try Self.checkLength(try requiredString(name), name)
+    }
+
+    func optionalIdentifier(_ name: String) throws -> String? {
+        try optionalString(name).map { try Self.checkLength($0, name) }
+    }
+
+    private static func checkLength(_ text: String, _ name: String) throws -> String {
+        // Unicode scalars, so a multibyte id gets the same allowance as an ASCII one.
+        if text.unicodeScalars.count > maximumIdentifierLength {
+            throw IngestValidationError("\(name) must be at most \(maximumIdentifierLength) characters")
+        }
+        return text
+    }
+
+    /// PostgreSQL text cannot hold U+0000; refusing it here keeps it a 400, not a database error.
+    private static func rejectNUL(_ text: String, _ name: String) throws {
+        if text.utf8.contains(0) { throw IngestValidationError("\(name) must not contain NUL characters") }
+    }
+}

@@ -1,0 +1,220 @@
+import EmbeddedPostgres
+import Foundation
+import Observability
+import Postgres
+import Queue
+import Synchronization
+
+/// `bench queue`: River-style burn-down of no-op jobs, plus the raw-SQL ceiling measured
+/// in the same run, NOTIFY latency with idle workers, and the cost of an idle worker.
+struct QueueBenchmark {
+    let runtime: Runtime
+
+    func run() async throws -> Int32 {
+        let jobs = try BenchCommand.wholeNumber(runtime, "jobs", default: 100_000)
+        let concurrency = try BenchCommand.wholeNumber(runtime, "concurrency", default: 1_000)
+        let claimBatch = try BenchCommand.wholeNumber(runtime, "claim-batch", default: 1_000)
+        let processes = try BenchCommand.wholeNumber(runtime, "processes", default: 4)
+        let migrator = try MigrateCommand.loadMigrator(runtime)
+        return try await EmbeddedDatabase.withDatabase(runtime) { url, cluster in
+            let client = PostgresClient(conninfo: url, maxConnections: 6, applicationName: "receipt-worker-bench")
+            try await client.withConnection { _ = try await migrator.migrate($0) }
+            _ = try await client.query("TRUNCATE iap.jobs")
+            report("setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)", "cores": "\(ProcessInfo.processInfo.activeProcessorCount)"])
+
+            let enqueueRate = try await enqueue(client, count: jobs, tag: "a")
+            report("enqueue", ["enqueue_jobs_per_s": format(enqueueRate), "jobs": "\(jobs)", "via": "COPY+INSERT..SELECT"])
+
+            let drain = try await drainInProcess(client, url: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
+            report("drain", ["drain_jobs_per_s": format(drain), "processes": "1", "concurrency": "\(concurrency)",
+                             "claim_batch": "\(claimBatch)", "peak_rss_mb": format(ResourceUsage.peakRSSMiB())])
+
+            _ = try await enqueue(client, count: jobs, tag: "b")
+            let ceiling = try await rawSQLCeiling(client, jobs: jobs, batch: claimBatch)
+            report("raw_sql", ["raw_sql_ceiling_jobs_per_s": format(ceiling), "drain_to_ceiling_ratio": String(format: "%.2f", drain / ceiling)])
+
+            _ = try await enqueue(client, count: jobs, tag: "c")
+            let multi = try await drainWithProcesses(client, url: url, jobs: jobs, processes: processes,
+                                                     concurrency: concurrency, claimBatch: claimBatch)
+            report("drain", ["drain_jobs_per_s": format(multi), "processes": "\(processes)"])
+
+            let latency = try await notifyLatency(client, url: url)
+            report("latency", ["enqueue_to_claim_p50_ms": format(latency.p50), "p99_ms": format(latency.p99), "samples": "\(latency.samples)"])
+
+            let idle = try await idleCost(client, url: url)
+            report("idle", ["idle_cpu_percent": String(format: "%.2f", idle.cpuPercent),
+                            "idle_claim_queries_per_s": String(format: "%.2f", idle.claimsPerSecond), "poll_interval_s": "1"])
+            await client.close()
+            return 0
+        }
+    }
+
+    private func report(_ name: String, _ fields: KeyValuePairs<String, String>) {
+        Console.print("bench queue \(name): " + fields.map { "\($0.key)=\($0.value.contains(" ") ? "\"\($0.value)\"" : $0.value)" }.joined(separator: " "))
+    }
+
+    private func format(_ value: Double) -> String { value >= 100 ? String(Int(value.rounded())) : String(format: "%.2f", value) }
+
+    /// Loads `count` no-op jobs the way bulk ingest does: COPY into a staging table, then one INSERT .. SELECT.
+    private func enqueue(_ client: PostgresClient, count: Int, tag: String) async throws -> Double {
+        let rows: [[String?]] = (0..<count).map { ["bench-user-\($0 % 1000)", "bench-\(tag)-\($0)", "bm9vcA=="] }
+        let started = ContinuousClock.now
+        try await client.withConnection { connection in
+            try await connection.transaction { tx in
+                _ = try await tx.query("CREATE TEMP TABLE bench_staging (user_id text, order_id text, payload text) ON COMMIT DROP")
+                try await tx.copyIn("COPY bench_staging FROM STDIN", rows: rows)
+                _ = try await tx.query("""
+                    INSERT INTO iap.jobs (kind, user_id, order_id, payload, dedup_key)
+                    SELECT 'receipt', user_id, order_id, payload, iap.job_dedup_key('receipt', user_id, order_id, payload)
+                    FROM bench_staging ON CONFLICT (dedup_key) DO NOTHING
+                    """)
+            }
+        }
+        let seconds = (ContinuousClock.now - started).seconds
+        _ = try await client.query("VACUUM ANALYZE iap.jobs")
+        return Double(count) / seconds
+    }
+
+    private func waitUntilDrained(_ client: PostgresClient) async throws {
+        while try await client.query("SELECT EXISTS (SELECT 1 FROM iap.jobs WHERE state IN ('queued', 'running', 'retrying'))")[0].decode(Bool.self, at: 0) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    private func quietLogger() -> Logger { Logger(minimumLevel: .warning, sink: StandardOutputSink()) }
+
+    private func drainInProcess(_ client: PostgresClient, url: String, jobs: Int, concurrency: Int, claimBatch: Int) async throws -> Double {
+        var configuration = QueueConfiguration()
+        configuration.concurrency = concurrency
+        configuration.claimBatch = claimBatch
+        let workerClient = PostgresClient(conninfo: url, maxConnections: 4, applicationName: "receipt-worker-bench-worker")
+        let worker = QueueWorker(store: QueueStore(client: workerClient), handler: NoOpHandler(), configuration: configuration,
+                                 logger: quietLogger(), metrics: QueueMetrics(registry: MetricsRegistry()), listenerConninfo: url)
+        let started = ContinuousClock.now
+        let run = Task { await worker.run() }
+        try await waitUntilDrained(client)
+        let seconds = (ContinuousClock.now - started).seconds
+        worker.shutdown()
+        await run.value
+        await workerClient.close()
+        return Double(jobs) / seconds
+    }
+
+    /// The same claim and batched-complete statements, driven in a tight loop on two
+    /// connections with no queue logic: what the database allows.
+    private func rawSQLCeiling(_ client: PostgresClient, jobs: Int, batch: Int) async throws -> Double {
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<2 {
+                group.addTask {
+                    let store = QueueStore(client: client)
+                    while true {
+                        let claimed = try await store.claim(limit: batch, workerID: "raw-\(lane)", leaseSeconds: 60)
+                        if claimed.isEmpty { return }
+                        _ = try await store.completeDone(claimed.map(\.id), outcome: "acknowledged", workerID: "raw-\(lane)")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        return Double(jobs) / (ContinuousClock.now - started).seconds
+    }
+
+    private func drainWithProcesses(_ client: PostgresClient, url: String, jobs: Int, processes: Int,
+                                    concurrency: Int, claimBatch: Int) async throws -> Double {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+        let started = ContinuousClock.now
+        let pids = try (0..<processes).map { _ in
+            try spawnWorker(binary, ["work", "--verifier", "noop", "--concurrency", "\(concurrency)", "--claim-batch", "\(claimBatch)"],
+                            environment: ["DATABASE_URL": url, "METRICS_LISTEN": "off", "LOG_LEVEL": "warning"])
+        }
+        try await waitUntilDrained(client)
+        let seconds = (ContinuousClock.now - started).seconds
+        for pid in pids { kill(pid, SIGTERM) }
+        for pid in pids {
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
+        return Double(jobs) / seconds
+    }
+
+    private func spawnWorker(_ binary: String, _ arguments: [String], environment: [String: String]) throws -> pid_t {
+        var merged = ProcessInfo.processInfo.environment
+        for (key, value) in environment { merged[key] = value }
+        let argv = ([binary] + arguments).map { strdup($0) } + [nil]
+        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, binary, nil, nil, argv, envp)
+        guard result == 0 else { throw UsageError("cannot start \(binary): \(String(cString: strerror(result)))") }
+        return pid
+    }
+
+    /// Idle workers, one job at a time: from the enqueue's commit to the claim.
+    private func notifyLatency(_ client: PostgresClient, url: String) async throws -> (p50: Double, p99: Double, samples: Int) {
+        let claimedAt = Mutex<[String: ContinuousClock.Instant]>([:])
+        struct Recorder: JobHandler {
+            let claimedAt: @Sendable (String) -> Void
+            func verify(_ job: ClaimedJob) async -> Verification<Never> {
+                claimedAt(job.orderID ?? "")
+                return .decided(.finish(.done, "acknowledged"))
+            }
+            func settle(_ items: [SettlementItem<Never>], on connection: PostgresConnection) async throws -> [JobOutcome] { [] }
+        }
+        var configuration = QueueConfiguration()
+        configuration.pollInterval = 5 // NOTIFY must do the work, not the poll
+        let worker = QueueWorker(store: QueueStore(client: client),
+                                 handler: Recorder(claimedAt: { id in claimedAt.withLock { $0[id] = .now } }),
+                                 configuration: configuration, logger: quietLogger(),
+                                 metrics: QueueMetrics(registry: MetricsRegistry()), listenerConninfo: url)
+        let run = Task { await worker.run() }
+        try await Task.sleep(for: .milliseconds(500))
+        var latencies: [Double] = []
+        for index in 0..<200 {
+            let order = "latency-\(index)"
+            _ = try await client.query("SELECT iap.enqueue_receipt($1, $2, $3)", ["latency-user", order, "bm9vcA=="])
+            let committed = ContinuousClock.now
+            let deadline = committed + .seconds(6)
+            while ContinuousClock.now < deadline, claimedAt.withLock({ $0[order] == nil }) {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            if let claimed = claimedAt.withLock({ $0[order] }) { latencies.append(max(0, (claimed - committed).seconds * 1000)) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        worker.shutdown()
+        await run.value
+        latencies.sort()
+        guard !latencies.isEmpty else { return (0, 0, 0) }
+        return (latencies[latencies.count / 2], latencies[min(latencies.count - 1, latencies.count * 99 / 100)], latencies.count)
+    }
+
+    /// CPU used by an idle worker over 5 s, and how often it queried for work.
+    private func idleCost(_ client: PostgresClient, url: String) async throws -> (cpuPercent: Double, claimsPerSecond: Double) {
+        let registry = MetricsRegistry()
+        let worker = QueueWorker(store: QueueStore(client: client), handler: NoOpHandler(), configuration: QueueConfiguration(),
+                                 logger: quietLogger(), metrics: QueueMetrics(registry: registry), listenerConninfo: url)
+        let run = Task { await worker.run() }
+        try await Task.sleep(for: .seconds(1))
+        let before = try await claimCalls(client)
+        let cpuBefore = ResourceUsage.cpuSeconds()
+        let window = 5.0
+        try await Task.sleep(for: .seconds(window))
+        let cpu = ResourceUsage.cpuSeconds() - cpuBefore
+        let after = try await claimCalls(client)
+        worker.shutdown()
+        await run.value
+        return (cpu / window * 100, Double(after - before) / window)
+    }
+
+    /// Transactions committed in the database so far, less this probe itself: while only the
+    /// idle worker runs, that is its claim queries (pg_stat_statements is not assumed).
+    private func claimCalls(_ client: PostgresClient) async throws -> Int {
+        _ = try await client.query("SELECT pg_stat_clear_snapshot()")
+        return try await client.query("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")[0]
+            .decode(Int.self, at: 0) - 2
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
