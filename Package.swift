@@ -14,6 +14,13 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
         ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        // Only what Swift cannot import from OpenSSL's headers (macros, variadics).
+        .target(name: "CCryptoShim", dependencies: ["COpenSSL"]),
         // Database access: libpq connections on their own threads, typed rows, COPY, LISTEN/NOTIFY.
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
         // A private throw-away cluster from the system initdb/pg_ctl (demo, tests, benchmarks).
@@ -24,7 +31,7 @@ let package = Package(
         // The generic job engine: claim, complete, retry, leases, maintenance, shutdown.
         .target(name: "Queue", dependencies: ["Postgres", "Observability"]),
         // Apple: wire formats, status codes, verifyReceipt client.
-        .target(name: "AppStore", dependencies: ["HTTP"]),
+        .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim"]),
         // The money: matching, crediting, alerts.
         .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability"]),
         // Faces.

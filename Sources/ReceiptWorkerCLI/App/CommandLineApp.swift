@@ -10,9 +10,11 @@ enum CommandLineApp {
 
     static let commands: [Command] = [
         Command(spec: MigrateCommand.spec, run: MigrateCommand.run),
+        Command(spec: IngestCommand.spec, run: IngestCommand.run),
         Command(spec: StatusCommand.spec, run: StatusCommand.run),
         Command(spec: WorkCommand.spec, run: WorkCommand.run),
         Command(spec: DemoCommand.spec, run: DemoCommand.run),
+        Command(spec: AppleSimCommand.spec, run: AppleSimCommand.run),
         Command(spec: BenchCommand.spec, run: BenchCommand.run),
     ]
 

@@ -17,7 +17,8 @@ enum BenchCommand {
     static func run(_ runtime: Runtime) async throws -> Int32 {
         switch runtime.options.positionals[0] {
         case "queue": return try await QueueBenchmark(runtime: runtime).run()
-        case let other: throw UsageError("unknown benchmark '\(other)' (benchmarks: queue)")
+        case "ingest": return try await IngestBenchmark(runtime: runtime).run()
+        case let other: throw UsageError("unknown benchmark '\(other)' (benchmarks: queue, ingest)")
         }
     }
 
