@@ -33,7 +33,7 @@ let package = Package(
         // Apple: wire formats, status codes, verifyReceipt client.
         .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim"]),
         // The money: matching, crediting, alerts.
-        .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability"]),
+        .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability", "HTTP"]),
         // Faces.
         .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability"]),
         .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability"]),

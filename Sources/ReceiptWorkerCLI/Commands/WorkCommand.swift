@@ -3,6 +3,8 @@ import HTTP
 import Observability
 import Postgres
 import Queue
+import Settlement
+import AppStore
 
 enum WorkCommand {
     static let queueSettings = [
@@ -10,11 +12,18 @@ enum WorkCommand {
         Settings.retrySchedule, Settings.maxAttempts, Settings.sweepInterval, Settings.shutdownGrace,
     ]
 
+    static let appleSettings = [
+        Settings.bundleID, Settings.appID, Settings.sharedSecret, Settings.sharedSecretFile, Settings.allowSandbox,
+        Settings.verifyReceiptURL, Settings.verifyReceiptSandboxURL, Settings.appleTimeout, Settings.alertWebhookURL,
+        Settings.retentionDays,
+    ]
+
     static let spec = CommandSpec(
         name: "work",
         summary: "The worker process: claims and verifies jobs, credits, alerts; serves /metrics, /healthz, /readyz; runs the sweeps when it holds the duty.",
         usage: "work [--concurrency N] [--metrics-listen ADDR] ...",
-        settings: Settings.database + queueSettings + [Settings.metricsListen, Settings.stuckAfter, Settings.alertRepeat] + Settings.logging,
+        settings: Settings.database + queueSettings + appleSettings
+            + [Settings.metricsListen, Settings.stuckAfter, Settings.alertRepeat] + Settings.logging,
         flags: [
             CommandFlag(name: "verifier", takesValue: true, help: "apple (default) | noop (benchmarks and drills: every job done at once)"),
             CommandFlag(name: "noop-delay", takesValue: true, help: "with --verifier noop: seconds each job takes"),
@@ -22,19 +31,29 @@ enum WorkCommand {
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         let options = runtime.options
-        let verifier = options.flag("verifier") ?? "apple"
-        guard verifier == "noop" else {
-            throw UsageError("--verifier \(verifier): only 'noop' is available in this build (the Apple verifier is not wired yet)")
-        }
-        guard let delay = SettingValidator.parseSeconds(options.flag("noop-delay") ?? "0"), delay >= 0 else {
-            throw UsageError("invalid --noop-delay: must be decimal seconds")
-        }
         let url = try runtime.databaseURL()
         let configuration = queueConfiguration(options)
-        let client = PostgresClient(conninfo: url, maxConnections: 4, applicationName: "receipt-worker-work")
         let registry = MetricsRegistry()
-        return try await WorkerProcess(runtime: runtime, client: client, conninfo: url, registry: registry,
-                                       configuration: configuration, handler: NoOpHandler(delay: .seconds(delay))).run()
+        switch options.flag("verifier") ?? "apple" {
+        case "noop":
+            guard let delay = SettlementWiring.seconds(options.flag("noop-delay") ?? "0") else {
+                throw UsageError("invalid --noop-delay: must be decimal seconds")
+            }
+            let client = PostgresClient(conninfo: url, maxConnections: 4, applicationName: "receipt-worker-work")
+            return try await WorkerProcess(runtime: runtime, client: client, conninfo: url, registry: registry,
+                                           configuration: configuration, handler: NoOpHandler(delay: .seconds(delay))).run()
+        case "apple":
+            let wiring = try SettlementWiring(runtime: runtime, registry: registry, maxAttempts: configuration.maxAttempts)
+            let client = PostgresClient(conninfo: url, maxConnections: 4, applicationName: "receipt-worker-work")
+            var process = WorkerProcess(runtime: runtime, client: client, conninfo: url, registry: registry,
+                                        configuration: configuration, handler: wiring.handler)
+            process.extraMaintenance = wiring.maintenance(client: client)
+            let webhook = wiring.webhook.map { hook in Task { await hook.run() } }
+            defer { webhook?.cancel() }
+            return try await process.run()
+        case let other:
+            throw UsageError("invalid --verifier '\(other)': must be apple or noop")
+        }
     }
 
     static func queueConfiguration(_ options: CommandLineOptions) -> QueueConfiguration {

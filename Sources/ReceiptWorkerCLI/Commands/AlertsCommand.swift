@@ -1,0 +1,108 @@
+import Foundation
+import Observability
+import Postgres
+import Settlement
+
+enum AlertsCommand {
+    static let spec = CommandSpec(
+        name: "alerts",
+        summary: "For support: alerts list [--open] [--json] | alerts credit ID --order ORDER_ID | alerts resolve ID --note TEXT",
+        usage: "alerts list [--open] [--json] | alerts credit ID --order ORDER_ID | alerts resolve ID --note TEXT",
+        settings: Settings.database + Settings.logging,
+        flags: [
+            CommandFlag(name: "open", takesValue: false, help: "list: only open alerts"),
+            CommandFlag(name: "json", takesValue: false, help: "list: one JSON array"),
+            CommandFlag(name: "order", takesValue: true, help: "credit: the order to credit the payment to"),
+            CommandFlag(name: "note", takesValue: true, help: "resolve: what was done (kept with the alert)"),
+        ],
+        positionals: 1...2)
+
+    static func run(_ runtime: Runtime) async throws -> Int32 {
+        let options = runtime.options
+        let action = options.positionals[0]
+        func alertID() throws -> Int {
+            guard options.positionals.count == 2, let id = Int(options.positionals[1]), id > 0 else {
+                throw UsageError("alerts \(action) needs an alert id (usage: receipt-worker \(spec.usage))")
+            }
+            return id
+        }
+        switch action {
+        case "list":
+            guard options.positionals.count == 1 else { throw UsageError("alerts list takes no id") }
+        case "credit":
+            _ = try alertID()
+            guard let order = options.flag("order"), !order.isEmpty else { throw UsageError("alerts credit needs --order ORDER_ID") }
+        case "resolve":
+            _ = try alertID()
+            guard let note = options.flag("note"), !note.isEmpty else { throw UsageError("alerts resolve needs --note TEXT") }
+        default:
+            throw UsageError("unknown alerts action '\(action)' (list, credit, resolve)")
+        }
+        let client = try await runtime.connectDatabase(maxConnections: 1, applicationName: "receipt-worker-alerts")
+        let desk = SupportDesk(client: client, metrics: SettlementMetrics(registry: MetricsRegistry()), logger: runtime.logger)
+        do {
+            switch action {
+            case "list":
+                let alerts = try await desk.list(openOnly: options.has("open"))
+                Console.print(options.has("json") ? AlertListing.json(alerts) : AlertListing.table(alerts))
+            case "credit":
+                let id = try alertID()
+                switch try await desk.credit(alertID: id, orderID: options.flag("order")!) {
+                case .credited: Console.print("alert \(id): credited to order \(options.flag("order")!) and resolved")
+                case .alreadyCredited(let order): Console.print("alert \(id): the payment was already credited to order \(order); alert resolved, nothing doubled")
+                }
+            default:
+                let id = try alertID()
+                try await desk.resolve(alertID: id, note: options.flag("note")!)
+                Console.print("alert \(id): resolved")
+            }
+        } catch let error as SupportError {
+            await client.close()
+            throw UsageError(error.description)
+        }
+        await client.close()
+        return 0
+    }
+}
+
+/// How alerts print for people and for scripts.
+enum AlertListing {
+    static func table(_ alerts: [AlertRecord]) -> String {
+        guard !alerts.isEmpty else { return "no alerts" }
+        let header = ["id", "kind", "state", "user", "order", "product", "transaction", "reason", "first seen"]
+        let rows = alerts.map { alert in
+            [String(alert.id), alert.kind, alert.state, alert.userID ?? "-", alert.orderID ?? "-", alert.productID ?? "-",
+             alert.transactionID ?? "-", alert.reason, ISO8601DateFormatter().string(from: alert.firstSeenAt)]
+        }
+        return TextTable.render(header: header, rows: rows)
+    }
+
+    static func json(_ alerts: [AlertRecord]) -> String {
+        let objects: [[String: Any]] = alerts.map { alert in
+            var object: [String: Any] = ["id": alert.id, "kind": alert.kind, "state": alert.state, "reason": alert.reason,
+                                         "first_seen_at": ISO8601DateFormatter().string(from: alert.firstSeenAt)]
+            object["details"] = (try? JSONSerialization.jsonObject(with: Data(alert.detailsJSON.utf8))) ?? [:]
+            for (key, value) in [("transaction_id", alert.transactionID), ("user_id", alert.userID), ("order_id", alert.orderID),
+                                 ("product_id", alert.productID), ("resolution", alert.resolution)] {
+                if let value { object[key] = value }
+            }
+            if let job = alert.jobID { object["job_id"] = job }
+            if let resolved = alert.resolvedAt { object["resolved_at"] = ISO8601DateFormatter().string(from: resolved) }
+            return object
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])) ?? Data("[]".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// Left-aligned columns for terminal output.
+enum TextTable {
+    static func render(header: [String], rows: [[String]]) -> String {
+        let all = [header] + rows
+        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+        return all.map { row in
+            row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Observability
+import Postgres
+import Queue
+
+/// Raises stuck_verification for jobs not finished long after they arrived.
+public struct StuckDetector: MaintenanceTask {
+    public let name = "stuck_detector"
+    public let interval: Double
+    let client: PostgresClient
+    let stuckAfter: Double
+    let alerts: AlertRecorder
+
+    public init(client: PostgresClient, interval: Double, stuckAfter: Double, alerts: AlertRecorder) {
+        self.client = client
+        self.interval = interval
+        self.stuckAfter = stuckAfter
+        self.alerts = alerts
+    }
+
+    static let stuckJobsSQL = """
+        SELECT id, user_id, order_id, product_id, state, attempts, sweeps FROM iap.jobs
+        WHERE state IN ('queued', 'running', 'retrying', 'timed_out') AND created_at < now() - make_interval(secs => $1)
+          AND NOT EXISTS (SELECT 1 FROM iap.alerts a
+                          WHERE a.kind = 'stuck_verification' AND a.job_id = iap.jobs.id AND a.state = 'open')
+        ORDER BY created_at LIMIT 1000
+        """
+
+    public func run() async throws {
+        try await client.transaction { connection in
+            for row in try await connection.query(Self.stuckJobsSQL, [stuckAfter]) {
+                let state: String = try row.decode(at: 4)
+                try await alerts.raise(NewAlert(
+                    kind: .stuckVerification, jobID: try row.decode(at: 0), userID: try row.decode(at: 1),
+                    orderID: try row.decode(at: 2), productID: try row.decode(at: 3), reason: "unfinished_\(state)",
+                    details: ["state": state, "attempts": String(try row.decode(Int.self, at: 5)),
+                              "sweeps": String(try row.decode(Int.self, at: 6))]), on: connection)
+            }
+        }
+    }
+}
+
+/// Emits open alerts again every ALERT_REPEAT_SECONDS (log line and webhook), so an
+/// unanswered paid-but-not-credited purchase keeps asking for a human.
+public struct AlertReemitter: MaintenanceTask {
+    public let name = "alert_reemitter"
+    public let interval: Double
+    let client: PostgresClient
+    let repeatAfter: Double
+    let alerts: AlertRecorder
+
+    public init(client: PostgresClient, interval: Double, repeatAfter: Double, alerts: AlertRecorder) {
+        self.client = client
+        self.interval = interval
+        self.repeatAfter = repeatAfter
+        self.alerts = alerts
+    }
+
+    static let dueSQL = """
+        UPDATE iap.alerts SET last_notified_at = now(), notified_count = notified_count + 1
+        WHERE id IN (SELECT id FROM iap.alerts
+                     WHERE state = 'open' AND last_notified_at < now() - make_interval(secs => $1)
+                     ORDER BY last_notified_at LIMIT 1000)
+        RETURNING id, kind, transaction_id, job_id, user_id, order_id, product_id, reason
+        """
+
+    public func run() async throws {
+        for row in try await client.query(Self.dueSQL, [repeatAfter]) {
+            guard let kind = AlertKind(rawValue: try row.decode(at: 1)) else { continue }
+            let alert = NewAlert(kind: kind, transactionID: try row.decode(at: 2), jobID: try row.decode(at: 3),
+                                 userID: try row.decode(at: 4), orderID: try row.decode(at: 5), productID: try row.decode(at: 6),
+                                 reason: try row.decode(at: 7))
+            alerts.announce(alert, id: try row.decode(at: 0), repeated: true)
+        }
+    }
+}
+
+/// Deletes finished jobs past retention, in bounded batches; never `attention` jobs and
+/// never jobs with an open alert (support still needs them). The ledger keeps job ids.
+public struct JobRetention: MaintenanceTask {
+    public let name = "job_retention"
+    public let interval: Double
+    let client: PostgresClient
+    let retentionDays: Double
+    let logger: Logger
+
+    public init(client: PostgresClient, interval: Double, retentionDays: Double, logger: Logger) {
+        self.client = client
+        self.interval = interval
+        self.retentionDays = retentionDays
+        self.logger = logger
+    }
+
+    static let deleteSQL = """
+        DELETE FROM iap.jobs WHERE id IN (
+            SELECT j.id FROM iap.jobs j
+            WHERE j.state IN ('done', 'failed') AND j.finished_at < now() - make_interval(secs => $1)
+              AND NOT EXISTS (SELECT 1 FROM iap.alerts a WHERE a.job_id = j.id AND a.state = 'open')
+            LIMIT 10000)
+        """
+
+    public func run() async throws {
+        let deleted = try await client.query(Self.deleteSQL, [retentionDays * 86_400]).affectedRows
+        if deleted > 0 { logger.info("jobs_deleted", ["jobs": .int(deleted), "retention_days": .double(retentionDays)]) }
+    }
+}

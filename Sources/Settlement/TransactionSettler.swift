@@ -1,0 +1,139 @@
+import AppStore
+import Foundation
+import Observability
+import Postgres
+import Queue
+
+/// What happened to one Apple transaction of a job.
+public enum TransactionResult: String, Sendable {
+    case credited, alreadyCredited = "already_credited", replayed, refunded
+    case paidNotCredited = "paid_not_credited"
+}
+
+/// SPEC 5.2-5.3 for the paid transactions of one verified job: match each to an order,
+/// credit it exactly once, or raise the alert that says why it could not be. Runs inside
+/// the completion transaction, after the job's lease was checked and locked.
+struct TransactionSettler: Sendable {
+    let store = SettlementStore()
+    let alerts: AlertRecorder
+    let metrics: SettlementMetrics
+    let logger: Logger
+
+    struct Context: Sendable {
+        let jobID: Int
+        let userID: String
+        let orderID: String?
+    }
+
+    /// Settles `transactions` (all from one job) and returns a result per transaction id.
+    func settle(_ transactions: [AppleTransaction], context: Context,
+                on connection: PostgresConnection) async throws -> [(transactionID: String, result: TransactionResult)] {
+        // The earliest purchase of the job order's product gets the job's order.
+        let ordered = transactions.sorted { ($0.purchaseDate ?? .distantFuture, $0.transactionID) < ($1.purchaseDate ?? .distantFuture, $1.transactionID) }
+        let ledger = try await store.ledgerEntries(ordered.map(\.transactionID), on: connection)
+        var jobOrderUsed = false
+        var results: [(String, TransactionResult)] = []
+        for transaction in ordered {
+            if transaction.isRevoked {
+                results.append((transaction.transactionID, .refunded))
+                continue
+            }
+            if let entry = ledger[transaction.transactionID] {
+                results.append((transaction.transactionID, try await alreadyInLedger(entry, transaction, context, on: connection)))
+                continue
+            }
+            let match = try await findOrder(for: transaction, context: context, jobOrderUsed: &jobOrderUsed, on: connection)
+            switch match {
+            case .order(let order):
+                let request = CreditRequest(
+                    transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
+                    orderID: order.orderID, userID: order.userID, productID: transaction.productID, quantity: transaction.quantity,
+                    environment: transaction.environment.rawValue, purchasedAt: transaction.purchaseDate, jobID: context.jobID,
+                    creditedBy: "worker")
+                if try await store.credit(request, on: connection) {
+                    metrics.credits.inc()
+                    results.append((transaction.transactionID, .credited))
+                } else {
+                    // Credited by a concurrent job a moment ago: the primary key held.
+                    let entry = try await store.ledgerEntries([transaction.transactionID], on: connection)[transaction.transactionID]
+                    results.append((transaction.transactionID, entry.map { $0.userID == context.userID } == true ? .alreadyCredited : .replayed))
+                }
+            case .none(let reason, let order):
+                try await alerts.raise(paidNotCredited(transaction, context: context, reason: reason, order: order), on: connection)
+                results.append((transaction.transactionID, .paidNotCredited))
+            }
+        }
+        if results.contains(where: { $0.1 == .credited }) {
+            try await store.notifyCredits(results.filter { $0.1 == .credited }.count, on: connection)
+        }
+        return results
+    }
+
+    private enum Match {
+        case order(OrderRow)
+        /// No order can take it: why, and the order that was considered, if any.
+        case none(reason: String, order: String?)
+    }
+
+    private func findOrder(for transaction: AppleTransaction, context: Context, jobOrderUsed: inout Bool,
+                           on connection: PostgresConnection) async throws -> Match {
+        // 1. The job's own order, for the transaction of that order's product.
+        if !jobOrderUsed, let orderID = context.orderID, let order = try await store.order(id: orderID, on: connection),
+           order.productID == transaction.productID {
+            jobOrderUsed = true
+            if order.userID != context.userID { return .none(reason: "order_of_another_user", order: order.orderID) }
+            if order.status == "open" { return .order(order) }
+        }
+        // 2. The order that carries the transaction's appAccountToken.
+        if let token = transaction.appAccountToken, let order = try await store.order(appAccountToken: token, on: connection) {
+            if order.userID != context.userID { return .none(reason: "order_of_another_user", order: order.orderID) }
+            if order.productID != transaction.productID { return .none(reason: "order_of_another_product", order: order.orderID) }
+            if order.status == "open" { return .order(order) }
+        }
+        // 3. The user's oldest open order for the product (the order id was lost on the device).
+        if let order = try await store.oldestOpenOrder(userID: context.userID, productID: transaction.productID, on: connection) {
+            return .order(order)
+        }
+        return .none(reason: "no_open_order", order: context.orderID)
+    }
+
+    private func alreadyInLedger(_ entry: LedgerEntry, _ transaction: AppleTransaction, _ context: Context,
+                                 on connection: PostgresConnection) async throws -> TransactionResult {
+        if entry.userID == context.userID { return .alreadyCredited }
+        // 刷单: one valid receipt re-sent by another account.
+        try await alerts.raise(NewAlert(
+            kind: .receiptReplay, transactionID: transaction.transactionID, jobID: context.jobID, userID: context.userID,
+            orderID: context.orderID, productID: transaction.productID, reason: "credited_to_another_user",
+            details: ["credited_user_id": entry.userID, "credited_order_id": entry.orderID]), on: connection)
+        return .replayed
+    }
+
+    private func paidNotCredited(_ transaction: AppleTransaction, context: Context, reason: String, order: String?) -> NewAlert {
+        var details = [
+            "original_transaction_id": transaction.originalTransactionID,
+            "quantity": String(transaction.quantity),
+            "environment": transaction.environment.rawValue,
+        ]
+        if let date = transaction.purchaseDate { details["purchased_at_ms"] = String(Int64(date.timeIntervalSince1970 * 1000)) }
+        if let token = transaction.appAccountToken { details["app_account_token"] = token.uuidString.lowercased() }
+        if let order { details["considered_order_id"] = order }
+        return NewAlert(kind: .paidNotCredited, transactionID: transaction.transactionID, jobID: context.jobID,
+                        userID: context.userID, orderID: context.orderID, productID: transaction.productID,
+                        reason: reason, details: details)
+    }
+}
+
+extension TransactionResult {
+    /// SPEC 3: a job whose transactions end differently takes the first of
+    /// paid_not_credited, config_error, credited, replayed, already_credited, then the rest.
+    static let jobPriority: [TransactionResult] = [.paidNotCredited, .credited, .replayed, .alreadyCredited, .refunded]
+
+    static func jobOutcome(_ results: [TransactionResult]) -> (TerminalState, String) {
+        let chosen = jobPriority.first { results.contains($0) } ?? .refunded
+        switch chosen {
+        case .paidNotCredited: return (.attention, chosen.rawValue)
+        case .credited, .alreadyCredited: return (.done, chosen.rawValue)
+        case .replayed, .refunded: return (.failed, chosen.rawValue)
+        }
+    }
+}
