@@ -48,8 +48,9 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "TestSupport"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP"]),
+        .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "Queue", "TestSupport", "Observability"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ReceiptWorkerCLI", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ReceiptWorkerCLI", "TestSupport", "AppleSim", "AppStore", "Postgres"]),
     ],
     swiftLanguageModes: [.v6]
 )

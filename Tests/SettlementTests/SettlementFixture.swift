@@ -1,0 +1,104 @@
+import AppStore
+import AppleSim
+import Foundation
+import Observability
+import Postgres
+import Queue
+import Settlement
+import TestSupport
+
+/// A real database, apple-sim over real HTTP on loopback, and a worker running the
+/// Apple handler: purchases go in as the web tier would put them, outcomes come out.
+final class SettlementFixture: Sendable {
+    static let bundleID = "com.example.game"
+    let url: String
+    let client: PostgresClient
+    let simulator: AppleSimulator
+    let worker: QueueWorker<AppleJobHandler>
+    let logs = CapturingLogSink()
+    let registry = MetricsRegistry()
+    private let running: Task<Void, Never>
+
+    init(allowSandbox: Bool = false, maxAttempts: Int = 4, sharedSecret: String = "shh-secret") async throws {
+        url = try await TestDatabase.fresh()
+        client = PostgresClient(conninfo: url, maxConnections: 4)
+        simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: sharedSecret))
+        _ = try simulator.start()
+        let logger = Logger(minimumLevel: .debug, sink: logs, redactor: Redactor(secrets: [sharedSecret]))
+        let metrics = SettlementMetrics(registry: registry)
+        let receipts = try AppleReceiptClient(configuration: ReceiptVerifierConfiguration(
+            productionURL: simulator.productionURL, sandboxURL: simulator.sandboxURL, sharedSecret: sharedSecret,
+            allowSandbox: allowSandbox, bundleID: Self.bundleID, requestTimeout: .seconds(5)))
+        var configuration = QueueConfiguration()
+        configuration.maxAttempts = maxAttempts
+        configuration.retryPolicy = .schedule([0.05])
+        configuration.pollInterval = 0.05
+        let handler = AppleJobHandler(receipts: receipts, maxAttempts: maxAttempts,
+                                      alerts: AlertRecorder(logger: logger, metrics: metrics, webhook: nil), metrics: metrics, logger: logger)
+        let worker = QueueWorker(store: QueueStore(client: client), handler: handler, configuration: configuration,
+                                 logger: logger, metrics: QueueMetrics(registry: registry), listenerConninfo: url)
+        self.worker = worker
+        running = Task { await worker.run() }
+    }
+
+    func stop() async {
+        worker.shutdown()
+        await running.value
+        await simulator.shutdown()
+        await client.close()
+    }
+
+    func order(_ id: String, user: String, product: String, token: UUID? = nil) async throws {
+        _ = try await client.query("INSERT INTO iap.orders (order_id, user_id, product_id, app_account_token) VALUES ($1, $2, $3, $4)",
+                                   [id, user, product, token])
+    }
+
+    func receipt(_ transactions: [SimReceipt.Transaction], environment: AppleEnvironment = .production,
+                 bundle: String = SettlementFixture.bundleID, status: Int? = nil) -> String {
+        SimReceipt(bundleID: bundle, environment: environment, transactions: transactions, forceStatus: status).mint()
+    }
+
+    func enqueue(user: String, order: String?, receipt: String) async throws -> Int {
+        try await client.query("SELECT iap.enqueue_receipt($1, $2, $3)", [user, order, receipt])[0].decode(Int.self, at: 0)
+    }
+
+    struct Finished: Sendable {
+        let state: String
+        let outcome: String
+        let transactionIDs: [String]
+        let lastError: String?
+    }
+
+    /// Waits for a job to reach a terminal state.
+    func finished(_ job: Int, within seconds: Double = 30) async throws -> Finished {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let row = try await client.query("SELECT state, outcome, transaction_ids, last_error FROM iap.jobs WHERE id = $1", [job])[0]
+            let state: String = try row.decode(at: 0)
+            if ["done", "failed", "attention"].contains(state) {
+                return Finished(state: state, outcome: try row.decode(at: 1), transactionIDs: try row.decode(at: 2), lastError: try row.decode(at: 3))
+            }
+            try await Task.sleep(for: .milliseconds(30))
+        }
+        throw SettlementFixtureTimeout(job: job)
+    }
+
+    func ledger() async throws -> [String: String] {
+        var rows: [String: String] = [:]
+        for row in try await client.query("SELECT transaction_id, order_id FROM iap.credits") {
+            rows[try row.decode(at: 0)] = try row.decode(at: 1)
+        }
+        return rows
+    }
+
+    func orderStatus(_ id: String) async throws -> String {
+        try await client.query("SELECT status FROM iap.orders WHERE order_id = $1", [id])[0].decode(at: 0)
+    }
+
+    func openAlerts(_ kind: String) async throws -> [(id: Int, transaction: String?, reason: String)] {
+        try await client.query("SELECT id, transaction_id, reason FROM iap.alerts WHERE kind = $1 AND state = 'open' ORDER BY id", [kind])
+            .map { (try $0.decode(at: 0), try $0.decode(at: 1), try $0.decode(at: 2)) }
+    }
+}
+
+struct SettlementFixtureTimeout: Error { let job: Int }
