@@ -18,9 +18,17 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     private let wake = WakeSignal()
     private let stopping = Atomic<Bool>(false)
     private let inflight = Atomic<Int>(0)
-    private let running = Mutex<[Int: ClaimedJob]>([:])
+    /// In-flight jobs: their tasks (to cancel one past its deadline) and deadlines.
+    private let running = Mutex<[Int: RunningJob]>([:])
     /// Jobs stopped by shutdown: released, attempt not burnt.
     private let cancelled = Mutex<[Int]>([])
+    /// Jobs cancelled by the deadline watchdog (they finish as a retry, not a release).
+    private let overdue = Mutex<Set<Int>>([])
+
+    private struct RunningJob {
+        let task: Task<Void, Never>
+        let deadline: ContinuousClock.Instant
+    }
     private let graceDeadline = Mutex<ContinuousClock.Instant?>(nil)
     private let healthy = Atomic<Bool>(true)
 
@@ -61,10 +69,10 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         let completion = Task { [self] in
             await completer.run(abandonAfter: { self.graceDeadline.withLock { $0.map { $0 + .seconds(5) } } })
         }
-        await withTaskGroup(of: Void.self) { jobs in
-            await claimLoop(into: &jobs)
-            await drain(&jobs)
-        }
+        let watchdog = Task { await cancelOverdueJobs() }
+        await claimLoop()
+        await drain()
+        watchdog.cancel()
         completer.close()
         await completion.value
         poller.cancel()
@@ -81,7 +89,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         return listener
     }
 
-    private func claimLoop(into jobs: inout TaskGroup<Void>) async {
+    private func claimLoop() async {
         var wakeups = wake.stream.makeAsyncIterator()
         var failureBackoff = 0.1
         while !stopping.load(ordering: .acquiring) {
@@ -94,7 +102,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
                                                         leaseSeconds: configuration.leaseSeconds)
                     healthy.store(true, ordering: .relaxed)
                     failureBackoff = 0.1
-                    for job in claimed { start(job, in: &jobs) }
+                    for job in claimed { start(job) }
                     claimedAll = claimed.count == limit
                 } catch {
                     healthy.store(false, ordering: .relaxed)
@@ -110,55 +118,68 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         }
     }
 
-    private func start(_ job: ClaimedJob, in jobs: inout TaskGroup<Void>) {
+    private func start(_ job: ClaimedJob) {
         inflight.add(1, ordering: .acquiringAndReleasing)
         metrics.inflight.inc()
         metrics.claimed.inc()
-        running.withLock { $0[job.id] = job }
         logger.debug("job_claimed", ["job_id": .int(job.id), "kind": .string(job.kind), "attempt": .int(job.attempts)])
-        jobs.addTask { [self] in
-            let started = ContinuousClock.now
-            let verification = await verifyWithDeadline(job)
-            let elapsed = ContinuousClock.now - started
-            let milliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
-            running.withLock { _ = $0.removeValue(forKey: job.id) }
-            if let verification {
-                completer.submit(.init(job: job, verification: verification, milliseconds: milliseconds))
-            } else {
-                cancelled.withLock { $0.append(job.id) }
-            }
-            metrics.inflight.dec()
-            let before = inflight.subtract(1, ordering: .acquiringAndReleasing).oldValue
-            // Wake the claimer when enough slots are free for a worthwhile batch.
-            let threshold = max(1, min(configuration.claimBatch, configuration.concurrency) / 2)
-            if configuration.concurrency - before < threshold { wake.wake() }
+        let deadline = ContinuousClock.now + .seconds(configuration.verifyDeadline)
+        // The task is registered under the lock before it can finish and remove itself.
+        running.withLock { jobs in
+            let task = Task { [self] in await runJob(job) }
+            jobs[job.id] = RunningJob(task: task, deadline: deadline)
         }
     }
 
-    /// nil when the job was cancelled by shutdown (it is released, not completed).
-    private func verifyWithDeadline(_ job: ClaimedJob) async -> Verification<Handler.Work>? {
-        let deadline = configuration.verifyDeadline
-        return await withTaskGroup(of: Verification<Handler.Work>?.self) { group in
-            group.addTask { [handler] in await handler.verify(job) }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(deadline))
-                return Task.isCancelled ? nil : .decided(.retry("deadline", error: "verification exceeded \(Int(deadline)) s"))
+    private func runJob(_ job: ClaimedJob) async {
+        let started = ContinuousClock.now
+        var verification: Verification<Handler.Work>? = await handler.verify(job)
+        if Task.isCancelled {
+            if overdue.withLock({ $0.remove(job.id) != nil }) {
+                let limit = Int(configuration.verifyDeadline)
+                verification = .decided(.retry("deadline", error: "verification exceeded \(limit) s"))
+            } else {
+                verification = nil // shutdown: released, not completed
             }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            if Task.isCancelled { return nil }
-            return first
+        }
+        let elapsed = ContinuousClock.now - started
+        let milliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+        running.withLock { _ = $0.removeValue(forKey: job.id) }
+        if let verification {
+            completer.submit(.init(job: job, verification: verification, milliseconds: milliseconds))
+        } else {
+            cancelled.withLock { $0.append(job.id) }
+        }
+        metrics.inflight.dec()
+        let before = inflight.subtract(1, ordering: .acquiringAndReleasing).oldValue
+        // Wake the claimer when enough slots are free for a worthwhile batch.
+        let threshold = max(1, min(configuration.claimBatch, configuration.concurrency) / 2)
+        if configuration.concurrency - before < threshold { wake.wake() }
+    }
+
+    /// One watchdog for all jobs (not a timer task per job): a verification must end well
+    /// inside the lease, or another worker could take the job while it still runs here.
+    private func cancelOverdueJobs() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(250))
+            let now = ContinuousClock.now
+            let late = running.withLock { jobs in jobs.filter { $0.value.deadline <= now } }
+            for (id, job) in late {
+                overdue.withLock { _ = $0.insert(id) }
+                job.task.cancel()
+            }
         }
     }
 
     /// Waits for in-flight jobs up to the grace deadline, then cancels and releases the rest.
-    private func drain(_ jobs: inout TaskGroup<Void>) async {
+    private func drain() async {
         let deadline = graceDeadline.withLock { $0 } ?? .now
         while inflight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
-        jobs.cancelAll()
-        await jobs.waitForAll()
+        let remaining = running.withLock { $0.values.map(\.task) }
+        for task in remaining { task.cancel() }
+        for task in remaining { await task.value }
         let leftovers = cancelled.withLock { $0 }
         if !leftovers.isEmpty {
             do {

@@ -3,8 +3,8 @@ import Foundation
 enum BenchCommand {
     static let spec = CommandSpec(
         name: "bench",
-        summary: "Benchmarks, one result line each: `bench queue` (claim/complete throughput, raw-SQL ceiling, NOTIFY latency, idle cost).",
-        usage: "bench queue [--jobs N] [--concurrency N] [--claim-batch N] [--processes N]",
+        summary: "Benchmarks, one result line each: queue (throughput, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim), ingest.",
+        usage: "bench queue|apple|ingest [--jobs N] [--concurrency N] [--claim-batch N] [--processes N]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
@@ -18,7 +18,8 @@ enum BenchCommand {
         switch runtime.options.positionals[0] {
         case "queue": return try await QueueBenchmark(runtime: runtime).run()
         case "ingest": return try await IngestBenchmark(runtime: runtime).run()
-        case let other: throw UsageError("unknown benchmark '\(other)' (benchmarks: queue, ingest)")
+        case "apple": return try await AppleBenchmark(runtime: runtime).run()
+        case let other: throw UsageError("unknown benchmark '\(other)' (benchmarks: queue, apple, ingest)")
         }
     }
 

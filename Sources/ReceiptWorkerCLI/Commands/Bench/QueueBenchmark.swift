@@ -125,7 +125,7 @@ struct QueueBenchmark {
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
         let started = ContinuousClock.now
         let pids = try (0..<processes).map { _ in
-            try spawnWorker(binary, ["work", "--verifier", "noop", "--concurrency", "\(concurrency)", "--claim-batch", "\(claimBatch)"],
+            try WorkerSpawner.spawn(binary, ["work", "--verifier", "noop", "--concurrency", "\(concurrency)", "--claim-batch", "\(claimBatch)"],
                             environment: ["DATABASE_URL": url, "METRICS_LISTEN": "off", "LOG_LEVEL": "warning"])
         }
         try await waitUntilDrained(client)
@@ -136,18 +136,6 @@ struct QueueBenchmark {
             waitpid(pid, &status, 0)
         }
         return Double(jobs) / seconds
-    }
-
-    private func spawnWorker(_ binary: String, _ arguments: [String], environment: [String: String]) throws -> pid_t {
-        var merged = ProcessInfo.processInfo.environment
-        for (key, value) in environment { merged[key] = value }
-        let argv = ([binary] + arguments).map { strdup($0) } + [nil]
-        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, binary, nil, nil, argv, envp)
-        guard result == 0 else { throw UsageError("cannot start \(binary): \(String(cString: strerror(result)))") }
-        return pid
     }
 
     /// Idle workers, one job at a time: from the enqueue's commit to the claim.

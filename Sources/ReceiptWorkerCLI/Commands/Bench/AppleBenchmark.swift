@@ -1,0 +1,99 @@
+import AppStore
+import AppleSim
+import Foundation
+import Postgres
+
+/// `bench apple`: receipts verified with apple-sim over HTTP and credited, by one real
+/// `work` process: at 0 latency (what the worker itself costs) and at Apple's 3 s with
+/// WORKER_CONCURRENCY=2000 (what Little's law allows: 2000 / 3 s = 667/s).
+struct AppleBenchmark {
+    let runtime: Runtime
+
+    func run() async throws -> Int32 {
+        let fastCount = try BenchCommand.wholeNumber(runtime, "jobs", default: 20_000)
+        let migrator = try MigrateCommand.loadMigrator(runtime)
+        return try await EmbeddedDatabase.withDatabase(runtime) { url, cluster in
+            let client = PostgresClient(conninfo: url, maxConnections: 2, applicationName: "receipt-worker-bench")
+            try await client.withConnection { _ = try await migrator.migrate($0) }
+            report("setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)",
+                             "cores": "\(ProcessInfo.processInfo.activeProcessorCount)", "apple": "apple-sim over loopback HTTP"])
+
+            let fast = try await measure(client, url: url, count: fastCount, latency: nil, concurrency: 256, claimBatch: 500, tag: "fast")
+            report("latency_0", ["verified_credited_per_s": format(fast.rate), "receipts": "\(fastCount)", "concurrency": "256",
+                                 "worker_peak_rss_mb": format(fast.rssMiB), "target_per_s": "3000"])
+
+            let slowCount = 12_000
+            let slow = try await measure(client, url: url, count: slowCount, latency: SimLatency(.seconds(3)), concurrency: 2_000,
+                                         claimBatch: 500, tag: "slow")
+            report("latency_3s", ["verified_credited_per_s": format(slow.rate), "receipts": "\(slowCount)", "concurrency": "2000",
+                                  "worker_peak_rss_mb": format(slow.rssMiB), "target_per_s": "600", "rss_target_mb": "300"])
+            await client.close()
+            return 0
+        }
+    }
+
+    private func report(_ name: String, _ fields: KeyValuePairs<String, String>) {
+        Console.print("bench apple \(name): " + fields.map { "\($0.key)=\($0.value.contains(" ") ? "\"\($0.value)\"" : $0.value)" }.joined(separator: " "))
+    }
+
+    private func format(_ value: Double) -> String { value >= 100 ? String(Int(value.rounded())) : String(format: "%.1f", value) }
+
+    private func measure(_ client: PostgresClient, url: String, count: Int, latency: SimLatency?, concurrency: Int,
+                         claimBatch: Int, tag: String) async throws -> (rate: Double, rssMiB: Double) {
+        let simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: "bench-secret", faults: AppleSimFaults(latency: latency)))
+        _ = try simulator.start()
+        _ = try await client.query("""
+            INSERT INTO iap.orders (order_id, user_id, product_id)
+            SELECT $1 || '-o' || n, $1 || '-u' || n, 'coins_100' FROM generate_series(1, $2) AS n
+            """, [tag, count])
+        let receipts = (1...count).map {
+            SimReceipt(bundleID: "com.example.bench", transactions: [.init(transactionID: "\(tag)-\($0)", productID: "coins_100")]).mint()
+        }
+        let before = try await credits(client)
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+        let worker = try WorkerSpawner.spawn(binary, ["work"], environment: [
+            "DATABASE_URL": url, "METRICS_LISTEN": "off", "LOG_LEVEL": "warning",
+            "APPLE_BUNDLE_ID": "com.example.bench", "APPLE_SHARED_SECRET": "bench-secret",
+            "APPLE_VERIFY_RECEIPT_URL": simulator.productionURL.absoluteString,
+            "APPLE_VERIFY_RECEIPT_SANDBOX_URL": simulator.sandboxURL.absoluteString,
+            "WORKER_CONCURRENCY": "\(concurrency)", "CLAIM_BATCH": "\(claimBatch)", "APPLE_TIMEOUT_SECONDS": "10",
+        ])
+        try await Task.sleep(for: .milliseconds(500)) // the worker is up and listening before the burst
+        _ = try await client.query("""
+            SELECT count(iap.enqueue_receipt(u, o, r)) FROM unnest($1::text[], $2::text[], $3::text[]) AS x(u, o, r)
+            """, [(1...count).map { "\(tag)-u\($0)" }, (1...count).map { "\(tag)-o\($0)" }, receipts])
+        let started = ContinuousClock.now
+        var peakRSS = 0.0
+        while try await credits(client) - before < count {
+            peakRSS = max(peakRSS, ResourceUsage.peakRSSMiB(pid: String(worker)))
+            if ContinuousClock.now - started > .seconds(600) { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let seconds = (ContinuousClock.now - started).seconds
+        peakRSS = max(peakRSS, ResourceUsage.peakRSSMiB(pid: String(worker)))
+        kill(worker, SIGTERM)
+        var status: Int32 = 0
+        waitpid(worker, &status, 0)
+        await simulator.shutdown()
+        return (Double(try await credits(client) - before) / seconds, peakRSS)
+    }
+
+    private func credits(_ client: PostgresClient) async throws -> Int {
+        try await client.query("SELECT count(*) FROM iap.credits")[0].decode(Int.self, at: 0)
+    }
+}
+
+/// Starts a `receipt-worker` child for benchmarks (posix_spawn; the caller waits for it).
+enum WorkerSpawner {
+    static func spawn(_ binary: String, _ arguments: [String], environment: [String: String]) throws -> pid_t {
+        var merged = ProcessInfo.processInfo.environment
+        for (key, value) in environment { merged[key] = value }
+        let argv = ([binary] + arguments).map { strdup($0) } + [nil]
+        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, binary, nil, nil, argv, envp)
+        guard result == 0 else { throw UsageError("cannot start \(binary): \(String(cString: strerror(result)))") }
+        return pid
+    }
+}
