@@ -20,8 +20,9 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     private let metrics: QueueMetrics
     private let pending = Mutex<[Item]>([])
     private let closed = Atomic<Bool>(false)
-    private let wakeStream: AsyncStream<Void>
-    private let wake: AsyncStream<Void>.Continuation
+    /// One wake-up stream per completion loop (an AsyncStream allows one waiting consumer).
+    private let wakes: [WakeSignal]
+    private let nextWake = Atomic<Int>(0)
     /// Results accepted but not yet written or abandoned (for graceful shutdown).
     private let outstanding = Atomic<Int>(0)
 
@@ -31,7 +32,7 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
-        (wakeStream, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        wakes = (0..<max(1, configuration.completionConcurrency)).map { _ in WakeSignal() }
     }
 
     var outstandingCount: Int { outstanding.load(ordering: .relaxed) }
@@ -39,18 +40,25 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     func submit(_ item: Item) {
         outstanding.add(1, ordering: .relaxed)
         pending.withLock { $0.append(item) }
-        wake.yield()
+        wakeOne()
     }
 
     /// No more submissions: `run` returns once everything pending is written (or abandoned
     /// after `deadline`; leases then cover those jobs).
     func close() {
         closed.store(true, ordering: .releasing)
-        wake.yield()
+        wakes.forEach { $0.finish() } // every completion loop sees the end
     }
 
-    func run(abandonAfter deadline: @escaping @Sendable () -> ContinuousClock.Instant?) async {
-        var iterator = wakeStream.makeAsyncIterator()
+    /// Round-robin, so idle loops share the work.
+    private func wakeOne() {
+        let index = nextWake.add(1, ordering: .relaxed).oldValue
+        wakes[index % wakes.count].wake()
+    }
+
+    /// Completion loop number `loop`; several run at once, sharing the pending results.
+    func run(loop: Int, abandonAfter deadline: @escaping @Sendable () -> ContinuousClock.Instant?) async {
+        var iterator = wakes[loop % wakes.count].stream.makeAsyncIterator()
         while true {
             let batch = pending.withLock { items -> [Item] in
                 let count = min(items.count, configuration.completionBatch)
@@ -58,10 +66,12 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
                 return Array(items.prefix(count))
             }
             if batch.isEmpty {
-                if closed.load(ordering: .acquiring) && pending.withLock({ $0.isEmpty }) { return }
+                if closed.load(ordering: .acquiring) { return }
                 _ = await iterator.next()
                 continue
             }
+            // More left than this loop takes: let another loop start on it now.
+            if pending.withLock({ !$0.isEmpty }) { wakeOne() }
             await writeWithRetry(batch, deadline: deadline)
             outstanding.subtract(batch.count, ordering: .relaxed)
         }

@@ -12,6 +12,9 @@ public struct QueueConfiguration: Sendable {
     public var pollInterval = 1.0
     /// Most results written by one completion statement.
     public var completionBatch = 1_000
+    /// Completion transactions in flight at once (each on its own connection): settlement
+    /// does a few statements per job, so one connection alone caps throughput.
+    public var completionConcurrency = 4
     public var shutdownGrace = 25.0
     public var listenForNotifications = true
 
@@ -21,6 +24,9 @@ public struct QueueConfiguration: Sendable {
 
     /// A verifier call must end well inside the lease, or another worker may take the job.
     public var verifyDeadline: Double { max(leaseSeconds * 0.8, leaseSeconds - 10) }
+
+    /// Connections a worker process needs: claims, the completers, and one spare for gauges.
+    public var databaseConnections: Int { completionConcurrency + 2 }
 
     public static func makeWorkerID() -> String {
         let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"

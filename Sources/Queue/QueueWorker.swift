@@ -66,15 +66,17 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
                 wake.wake()
             }
         }
-        let completion = Task { [self] in
-            await completer.run(abandonAfter: { self.graceDeadline.withLock { $0.map { $0 + .seconds(5) } } })
+        let completions = (0..<max(1, configuration.completionConcurrency)).map { loop in
+            Task { [self] in
+                await completer.run(loop: loop, abandonAfter: { self.graceDeadline.withLock { $0.map { $0 + .seconds(5) } } })
+            }
         }
         let watchdog = Task { await cancelOverdueJobs() }
         await claimLoop()
         await drain()
         watchdog.cancel()
         completer.close()
-        await completion.value
+        for completion in completions { await completion.value }
         poller.cancel()
         if let listener { await listener.stop() }
         logger.info("worker_stopped", ["claimed_left": .int(running.withLock { $0.count })])

@@ -39,12 +39,14 @@ enum WorkCommand {
             guard let delay = SettlementWiring.seconds(options.flag("noop-delay") ?? "0") else {
                 throw UsageError("invalid --noop-delay: must be decimal seconds")
             }
-            let client = PostgresClient(conninfo: url, maxConnections: 4, applicationName: "receipt-worker-work")
+            let client = PostgresClient(conninfo: url, maxConnections: configuration.databaseConnections,
+                                        applicationName: "receipt-worker-work")
             return try await WorkerProcess(runtime: runtime, client: client, conninfo: url, registry: registry,
                                            configuration: configuration, handler: NoOpHandler(delay: .seconds(delay))).run()
         case "apple":
             let wiring = try SettlementWiring(runtime: runtime, registry: registry, maxAttempts: configuration.maxAttempts)
-            let client = PostgresClient(conninfo: url, maxConnections: 4, applicationName: "receipt-worker-work")
+            let client = PostgresClient(conninfo: url, maxConnections: configuration.databaseConnections,
+                                        applicationName: "receipt-worker-work")
             var process = WorkerProcess(runtime: runtime, client: client, conninfo: url, registry: registry,
                                         configuration: configuration, handler: wiring.handler)
             process.extraMaintenance = wiring.maintenance(client: client)

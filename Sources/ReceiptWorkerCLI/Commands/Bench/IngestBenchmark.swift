@@ -1,5 +1,178 @@
-// Filled in by the ingest benchmark work.
+import AppleSim
+import Foundation
+import HTTP
+import Ingest
+import Observability
+import Postgres
+
+/// `bench ingest`: committed receipts per second through the HTTP API (an in-process
+/// `IngestServer` driven by keep-alive clients), then NDJSON lines per second through `BulkLoader`.
+/// `--jobs N` sets the HTTP requests (default 30000), `--concurrency N` the client connections (default 64).
 struct IngestBenchmark {
     let runtime: Runtime
-    func run() async throws -> Int32 { throw UsageError("bench ingest is not available yet") }
+
+    static let targetCommittedPerSecond = 5_000.0
+    static let targetP99Milliseconds = 50.0
+    static let targetLinesPerSecond = 50_000.0
+    static let ndjsonLines = 200_000
+
+    func run() async throws -> Int32 {
+        let requests = try BenchCommand.wholeNumber(runtime, "jobs", default: 30_000)
+        let clients = try BenchCommand.wholeNumber(runtime, "concurrency", default: 64)
+        let migrator = try MigrateCommand.loadMigrator(runtime)
+        return try await EmbeddedDatabase.withDatabase(runtime) { url, cluster in
+            let client = PostgresClient(conninfo: url, maxConnections: 2, applicationName: "receipt-worker-bench")
+            do {
+                try await client.withConnection { _ = try await migrator.migrate($0) }
+                report("setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)",
+                                 "cores": "\(ProcessInfo.processInfo.activeProcessorCount)",
+                                 "db_connections": "\(IngestCommand.databaseConnections)"])
+                // A tag of our own: with DATABASE_URL the rows are told apart from real ones, and removed after.
+                let tag = "bench-ingest-" + UUID().uuidString.prefix(8).lowercased()
+                try await measure(client, url: url, tag: tag, requests: requests, clients: clients)
+                if cluster == nil { _ = try await client.query("DELETE FROM iap.jobs WHERE user_id LIKE $1", [tag + "-%"]) }
+            } catch {
+                await client.close()
+                throw error
+            }
+            await client.close()
+            return 0
+        }
+    }
+
+    private func measure(_ client: PostgresClient, url: String, tag: String, requests: Int, clients: Int) async throws {
+        let http = try await httpIngest(url: url, tag: tag + "-h", requests: requests, clients: clients)
+        let rows = try await client.query("SELECT count(*) FROM iap.jobs WHERE user_id LIKE $1", [tag + "-h-%"])[0].decode(Int.self, at: 0)
+        report("http", ["http_committed_per_s": format(http.committedPerSecond), "p50_ms": format(http.p50),
+                        "p99_ms": format(http.p99), "errors": "\(http.errors)", "clients": "\(clients)",
+                        "requests": "\(requests)", "warmup": "\(http.warmup)", "rows_committed": "\(rows)", "body_bytes": "\(http.bodyBytes)",
+                        "process_cpu_us_per_request": format(http.cpuMicrosPerRequest),
+                        "target": ">=\(Int(Self.targetCommittedPerSecond))/s p99<\(Int(Self.targetP99Milliseconds))ms",
+                        "meets_target": verdict(http.committedPerSecond >= Self.targetCommittedPerSecond
+                                                && http.p99 < Self.targetP99Milliseconds && http.errors == 0)])
+
+        let bulk = try await ndjsonLoad(url: url, tag: tag + "-n")
+        report("ndjson", ["ndjson_lines_per_s": format(bulk.linesPerSecond), "lines": "\(bulk.linesRead)",
+                          "loaded": "\(bulk.loaded)", "rejected": "\(bulk.rejected)",
+                          "target": ">=\(Int(Self.targetLinesPerSecond))/s",
+                          "meets_target": verdict(bulk.linesPerSecond >= Self.targetLinesPerSecond)])
+    }
+
+    // MARK: HTTP
+
+    private struct HTTPResult {
+        var committedPerSecond: Double
+        var p50: Double
+        var p99: Double
+        var errors: Int
+        var bodyBytes: Int
+        var warmup: Int
+        /// Server and client together (PostgreSQL not included): a figure less sensitive to a busy host.
+        var cpuMicrosPerRequest: Double
+    }
+
+    private func httpIngest(url: String, tag: String, requests: Int, clients: Int) async throws -> HTTPResult {
+        let token = UUID().uuidString
+        let database = PostgresClient(conninfo: url, maxConnections: IngestCommand.databaseConnections,
+                                      applicationName: "receipt-worker-bench-ingest")
+        let server = try IngestServer(configuration: .init(listen: "127.0.0.1:0", token: token), database: database,
+                                      logger: Logger(minimumLevel: .warning))
+        let port = try server.start()
+        let transport = try SocketHTTPTransport(configuration: .init(maxIdleConnectionsPerHost: clients))
+        let endpoint = URL(string: "http://127.0.0.1:\(port)/v1/receipts")!
+        let headers: HTTPHeaderFields = [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")]
+        // Bodies are built before the clock starts: the benchmark measures the server, not JSON encoding.
+        let warmup = clients * 2
+        let bodies = (0..<(warmup + requests)).map { Array(Self.receiptLine(tag: tag, index: $0).utf8) }
+
+        // Client c sends requests c, c + clients, c + 2 * clients, ... of the range, one at a time.
+        @Sendable func drive(_ indices: StrideTo<Int>) async -> (latencies: [Double], errors: Int) {
+            var latencies: [Double] = []
+            var errors = 0
+            for index in indices {
+                let request = HTTPClientRequest(method: "POST", url: endpoint, headers: headers, body: bodies[index])
+                let started = ContinuousClock.now
+                let status = (try? await transport.send(request, timeout: .seconds(30)))?.status
+                latencies.append((ContinuousClock.now - started).seconds * 1000)
+                if status != 202 { errors += 1 }
+            }
+            return (latencies, errors)
+        }
+        func round(_ range: Range<Int>) async -> (latencies: [Double], errors: Int) {
+            await withTaskGroup(of: (latencies: [Double], errors: Int).self) { group in
+                for lane in 0..<clients {
+                    group.addTask { await drive(stride(from: range.lowerBound + lane, to: range.upperBound, by: clients)) }
+                }
+                var merged: (latencies: [Double], errors: Int) = ([], 0)
+                for await part in group {
+                    merged.latencies += part.latencies
+                    merged.errors += part.errors
+                }
+                return merged
+            }
+        }
+
+        _ = await round(0..<warmup)  // opens the keep-alive connections and the database pool
+        let started = ContinuousClock.now
+        let cpuBefore = ResourceUsage.cpuSeconds()
+        let measured = await round(warmup..<(warmup + requests))
+        let seconds = (ContinuousClock.now - started).seconds
+        let cpu = ResourceUsage.cpuSeconds() - cpuBefore
+        await transport.shutdown()
+        await server.shutdown(grace: .seconds(2))
+        await database.close()
+
+        let latencies = measured.latencies.sorted()
+        return HTTPResult(committedPerSecond: Double(requests - measured.errors) / seconds,
+                          p50: percentile(latencies, 0.50), p99: percentile(latencies, 0.99), errors: measured.errors,
+                          bodyBytes: bodies.first?.count ?? 0, warmup: warmup, cpuMicrosPerRequest: cpu / Double(requests) * 1e6)
+    }
+
+    // MARK: NDJSON
+
+    private func ndjsonLoad(url: String, tag: String) async throws -> BulkLoadStats {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("\(tag).ndjson")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let lines = (0..<Self.ndjsonLines).map { Self.receiptLine(tag: tag, index: $0) }
+        try await Self.offThePool { try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: file) }
+        // The same pool size `ingest --file` uses: one connection per parallel batch.
+        let options = BulkLoadOptions()
+        let client = PostgresClient(conninfo: url, maxConnections: options.parallelBatches, applicationName: "receipt-worker-bench-ndjson")
+        do {
+            let stats = try await BulkLoader(client: client, options: options).load(.path(file.path))
+            await client.close()
+            return stats
+        } catch {
+            await client.close()
+            throw error
+        }
+    }
+
+    // MARK: helpers
+
+    /// One `POST /v1/receipts` body with a distinct receipt the simulator would accept.
+    static func receiptLine(tag: String, index: Int) -> String {
+        let receipt = SimReceipt(bundleID: "com.example.bench",
+                                 transactions: [.init(transactionID: "\(tag)-t\(index)", productID: "coins_100")]).mint()
+        return #"{"user_id":"\#(tag)-u\#(index % 1_000)","order_id":"\#(tag)-o\#(index)","product_id":"coins_100","receipt_data":"\#(receipt)"}"#
+    }
+
+    /// Blocking file I/O on a thread of its own, never on the cooperative pool.
+    private static func offThePool(_ work: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
+    }
+
+    private func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
+        sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
+    }
+
+    private func verdict(_ met: Bool) -> String { met ? "yes" : "no" }
+
+    private func report(_ name: String, _ fields: KeyValuePairs<String, String>) {
+        Console.print("bench ingest \(name): " + fields.map { "\($0.key)=\($0.value.contains(" ") ? "\"\($0.value)\"" : $0.value)" }.joined(separator: " "))
+    }
+
+    private func format(_ value: Double) -> String { value >= 100 ? String(Int(value.rounded())) : String(format: "%.2f", value) }
 }
