@@ -3,14 +3,15 @@ import Foundation
 enum BenchCommand {
     static let spec = CommandSpec(
         name: "bench",
-        summary: "Benchmarks, one result line each: queue (throughput, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim), ingest.",
-        usage: "bench queue|apple|ingest [--jobs N] [--concurrency N] [--claim-batch N] [--processes N]",
+        summary: "Benchmarks, one result line each: queue (throughput, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim), ingest, soak (faults).",
+        usage: "bench queue|apple|ingest|soak [--jobs N] [--concurrency N] [--claim-batch N] [--processes N]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
             CommandFlag(name: "concurrency", takesValue: true, help: "worker slots (default 1000)"),
             CommandFlag(name: "claim-batch", takesValue: true, help: "jobs per claim (default 1000)"),
             CommandFlag(name: "processes", takesValue: true, help: "worker processes for the multi-process drain (default 4)"),
+            CommandFlag(name: "seconds", takesValue: true, help: "soak: how long to run (default 120)"),
         ],
         positionals: 1...1)
 
@@ -19,7 +20,8 @@ enum BenchCommand {
         case "queue": return try await QueueBenchmark(runtime: runtime).run()
         case "ingest": return try await IngestBenchmark(runtime: runtime).run()
         case "apple": return try await AppleBenchmark(runtime: runtime).run()
-        case let other: throw UsageError("unknown benchmark '\(other)' (benchmarks: queue, apple, ingest)")
+        case "soak": return try await SoakBenchmark(runtime: runtime).run()
+        case let other: throw UsageError("unknown benchmark '\(other)' (benchmarks: queue, apple, ingest, soak)")
         }
     }
 
