@@ -6,20 +6,27 @@ import Observability
 /// A local stand-in for Apple's verifyReceipt endpoints with latency and fault injection.
 ///
 /// Routes: `POST /verifyReceipt` (production), `POST /sandbox/verifyReceipt`, `GET|POST /sim/faults`,
-/// `POST /sim/outage {"seconds":N}`, `GET /sim/stats`, `GET /healthz`.
+/// `POST /sim/outage {"seconds":N}`, `GET /sim/stats`, `GET /healthz`, plus the StoreKit 2 routes of `SimServerAPI`.
 public final class AppleSimulator: Sendable {
     public let configuration: AppleSimConfiguration
     private let engine: SimEngine
     private let server: HTTPServer
     private let logger: Logger?
+    /// StoreKit 2: signed transactions and notifications, Get Transaction Info (see `SimServerAPIRoutes`).
+    public let serverAPI: SimServerAPI
 
-    public init(configuration: AppleSimConfiguration = AppleSimConfiguration(), logger: Logger? = nil) {
+    /// - Parameter serverAPI: the App Store Server API stand-in (a fresh signing chain and API key when nil).
+    public init(configuration: AppleSimConfiguration = AppleSimConfiguration(), logger: Logger? = nil,
+                serverAPI: SimServerAPI? = nil) {
         self.configuration = configuration
         self.logger = logger
         let engine = SimEngine(configuration: configuration)
         self.engine = engine
+        self.serverAPI = serverAPI ?? SimServerAPI.standard()
+        var router = SimRoutes.router(engine, logger: logger)
+        self.serverAPI.addRoutes(to: &router)
         server = HTTPServer(configuration: HTTPServerConfiguration(host: configuration.host, port: configuration.port),
-                            router: SimRoutes.router(engine, logger: logger))
+                            router: router)
     }
 
     /// Binds and starts serving; returns the bound port. The `--outage` window starts counting now.

@@ -109,7 +109,23 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     }
 
     private func write(_ batch: [Item]) async throws {
-        let written: (rows: [CompletionRow], ids: Set<Int>) = try await store.client.withConnection { connection in
+        let settled = batch.compactMap { item -> Int? in
+            if case .settle = item.verification { return item.job.id }
+            return nil
+        }
+        let written: (rows: [CompletionRow], ids: Set<Int>)
+        do {
+            written = try await transaction(batch)
+        } catch {
+            if !settled.isEmpty { handler.didRollBack(settled) }
+            throw error
+        }
+        if !settled.isEmpty { handler.didCommit(settled) }
+        report(batch, rows: written.rows, written: written.ids)
+    }
+
+    private func transaction(_ batch: [Item]) async throws -> (rows: [CompletionRow], ids: Set<Int>) {
+        try await store.client.withConnection { connection in
             try await connection.transaction { connection in
                 var decided: [(ClaimedJob, JobOutcome)] = []
                 var toSettle: [SettlementItem<Handler.Work>] = []
@@ -131,7 +147,6 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
                 return (rows, ids)
             }
         }
-        report(batch, rows: written.rows, written: written.ids)
     }
 
     private func completionRow(job: ClaimedJob, outcome: JobOutcome) -> CompletionRow {

@@ -11,6 +11,18 @@ public protocol JobHandler: Sendable {
 
     /// Returns one outcome per item, in order. Runs inside the completion transaction.
     func settle(_ items: [SettlementItem<Work>], on connection: PostgresConnection) async throws -> [JobOutcome]
+
+    /// The transaction that settled these jobs committed: announce what it did (logs,
+    /// metrics, webhooks) now, not before, so nothing is announced that did not happen.
+    func didCommit(_ jobIDs: [Int])
+
+    /// The transaction rolled back (it will be retried): forget what it would have announced.
+    func didRollBack(_ jobIDs: [Int])
+}
+
+extension JobHandler {
+    public func didCommit(_ jobIDs: [Int]) {}
+    public func didRollBack(_ jobIDs: [Int]) {}
 }
 
 /// Finishes every job at once as done/acknowledged: for benchmarks and drills.

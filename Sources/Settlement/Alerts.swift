@@ -80,21 +80,19 @@ public struct AlertRecorder: Sendable {
         RETURNING id
         """
 
-    /// Returns the new alert's id, or nil when the same alert was already open.
-    @discardableResult
+    /// Writes the alert; returns its id, or nil when the same alert was already open.
+    /// The caller announces it (`announce`) once its transaction has committed.
     public func raise(_ alert: NewAlert, on connection: PostgresConnection) async throws -> Int? {
         let sql = alert.transactionID == nil ? Self.insertPerJobSQL : Self.insertPerTransactionSQL
         let rows = try await connection.query(sql, [
             alert.kind.rawValue, alert.transactionID, alert.jobID.map(Int64.init), alert.userID, alert.orderID,
             alert.productID, alert.reason, alert.detailsJSON,
         ])
-        guard let id = try rows.first?.decode(Int.self, at: 0) else { return nil }
-        announce(alert, id: id, repeated: false)
-        return id
+        return try rows.first?.decode(Int.self, at: 0)
     }
 
-    /// Log line, counter and webhook for a new or re-emitted alert.
-    func announce(_ alert: NewAlert, id: Int, repeated: Bool) {
+    /// Log line, counter and webhook for a new (committed) or re-emitted alert.
+    public func announce(_ alert: NewAlert, id: Int, repeated: Bool) {
         var fields = alert.logFields(id: id)
         if repeated { fields.append(("repeat", .bool(true))) }
         logger.log(.error, alert.kind.rawValue, fields: fields)

@@ -3,6 +3,7 @@ import Foundation
 import Observability
 import Postgres
 import Queue
+import Synchronization
 
 /// What a verified job still needs from the database.
 public enum SettlementWork: Sendable {
@@ -19,14 +20,18 @@ public struct AppleJobHandler: JobHandler {
     let maxAttempts: Int
     let settler: TransactionSettler
     let alerts: AlertRecorder
+    let metrics: SettlementMetrics
     let logger: Logger
+    /// Effects of settlements whose transaction has not committed yet, by job id.
+    private let pending = PendingEffects()
 
     public init(receipts: AppleReceiptClient, maxAttempts: Int, alerts: AlertRecorder, metrics: SettlementMetrics, logger: Logger) {
         self.receipts = receipts
         self.maxAttempts = maxAttempts
         self.alerts = alerts
+        self.metrics = metrics
         self.logger = logger
-        settler = TransactionSettler(alerts: alerts, metrics: metrics, logger: logger)
+        settler = TransactionSettler(alerts: alerts)
     }
 
     public func verify(_ job: ClaimedJob) async -> Verification<SettlementWork> {
@@ -48,34 +53,74 @@ public struct AppleJobHandler: JobHandler {
         }
     }
 
+    static let lockTransactionsSQL = """
+        SELECT count(pg_advisory_xact_lock(hashtextextended(t, 0))) FROM (SELECT DISTINCT t FROM unnest($1::text[]) AS t ORDER BY t) AS ids
+        """
+
     public func settle(_ items: [SettlementItem<SettlementWork>], on connection: PostgresConnection) async throws -> [JobOutcome] {
+        // Two jobs carrying the same Apple transaction (a re-sent receipt) may be settled by
+        // two completion transactions at once: the second waits here until the first has
+        // committed, then sees its ledger row. Sorted, so batches never lock in opposite orders.
+        let transactionIDs = items.flatMap { item -> [String] in
+            if case .transactions(let receipt) = item.work { return receipt.transactions.map(\.transactionID) }
+            return []
+        }
+        if !transactionIDs.isEmpty { _ = try await connection.query(Self.lockTransactionsSQL, [transactionIDs]) }
         var outcomes: [JobOutcome] = []
         outcomes.reserveCapacity(items.count)
         for item in items {
+            var effects = SettlementEffects()
             switch item.work {
             case .configError(let status, let detail):
-                try await alerts.raise(NewAlert(kind: .configError, jobID: item.job.id, userID: item.job.userID,
-                                                orderID: item.job.orderID, productID: item.job.productID,
-                                                reason: "apple_status_\(status)", details: ["detail": detail]), on: connection)
+                let alert = NewAlert(kind: .configError, jobID: item.job.id, userID: item.job.userID, orderID: item.job.orderID,
+                                     productID: item.job.productID, reason: "apple_status_\(status)", details: ["detail": detail])
+                if let id = try await alerts.raise(alert, on: connection) { effects.alerts.append((alert, id)) }
                 outcomes.append(.finish(.attention, "config_error", appleStatus: status, error: detail))
             case .transactions(let receipt):
-                outcomes.append(try await settleTransactions(receipt, job: item.job, on: connection))
+                outcomes.append(try await settleTransactions(receipt, job: item.job, effects: &effects, on: connection))
             }
+            pending.store(effects, for: item.job.id)
         }
         return outcomes
     }
 
-    private func settleTransactions(_ receipt: VerifiedReceipt, job: ClaimedJob, on connection: PostgresConnection) async throws -> JobOutcome {
+    public func didCommit(_ jobIDs: [Int]) {
+        for effects in pending.take(jobIDs) {
+            if effects.credits > 0 { metrics.credits.add(Double(effects.credits)) }
+            for (alert, id) in effects.alerts { alerts.announce(alert, id: id, repeated: false) }
+        }
+    }
+
+    public func didRollBack(_ jobIDs: [Int]) {
+        _ = pending.take(jobIDs)
+    }
+
+    private func settleTransactions(_ receipt: VerifiedReceipt, job: ClaimedJob, effects: inout SettlementEffects,
+                                    on connection: PostgresConnection) async throws -> JobOutcome {
         guard let userID = job.userID else {
             return .finish(.failed, "invalid_receipt", error: "job has no user")
         }
         let results = try await settler.settle(receipt.transactions,
                                                context: .init(jobID: job.id, userID: userID, orderID: job.orderID),
-                                               on: connection)
+                                               effects: &effects, on: connection)
         guard !results.isEmpty else { return .finish(.failed, "no_purchase", appleStatus: 0) }
         let (state, outcome) = TransactionResult.jobOutcome(results.map(\.result))
         let summary = results.map { "\($0.transactionID):\($0.result.rawValue)" }.joined(separator: ",")
         return .finish(state, outcome, appleStatus: 0, error: state == .done ? nil : summary,
                        transactionIDs: results.map(\.transactionID))
+    }
+}
+
+/// Settlement effects waiting for their transaction's outcome.
+final class PendingEffects: Sendable {
+    private let byJob = Mutex<[Int: SettlementEffects]>([:])
+
+    func store(_ effects: SettlementEffects, for job: Int) {
+        guard effects.credits > 0 || !effects.alerts.isEmpty else { return }
+        byJob.withLock { $0[job] = effects }
+    }
+
+    func take(_ jobs: [Int]) -> [SettlementEffects] {
+        byJob.withLock { all in jobs.compactMap { all.removeValue(forKey: $0) } }
     }
 }

@@ -27,16 +27,20 @@ public struct StuckDetector: MaintenanceTask {
         """
 
     public func run() async throws {
-        try await client.transaction { connection in
+        let raised: [(NewAlert, Int)] = try await client.transaction { connection in
+            var raised: [(NewAlert, Int)] = []
             for row in try await connection.query(Self.stuckJobsSQL, [stuckAfter]) {
                 let state: String = try row.decode(at: 4)
-                try await alerts.raise(NewAlert(
+                let alert = NewAlert(
                     kind: .stuckVerification, jobID: try row.decode(at: 0), userID: try row.decode(at: 1),
                     orderID: try row.decode(at: 2), productID: try row.decode(at: 3), reason: "unfinished_\(state)",
                     details: ["state": state, "attempts": String(try row.decode(Int.self, at: 5)),
-                              "sweeps": String(try row.decode(Int.self, at: 6))]), on: connection)
+                              "sweeps": String(try row.decode(Int.self, at: 6))])
+                if let id = try await alerts.raise(alert, on: connection) { raised.append((alert, id)) }
             }
+            return raised
         }
+        for (alert, id) in raised { alerts.announce(alert, id: id, repeated: false) }
     }
 }
 

@@ -16,8 +16,6 @@ public enum TransactionResult: String, Sendable {
 struct TransactionSettler: Sendable {
     let store = SettlementStore()
     let alerts: AlertRecorder
-    let metrics: SettlementMetrics
-    let logger: Logger
 
     struct Context: Sendable {
         let jobID: Int
@@ -25,8 +23,9 @@ struct TransactionSettler: Sendable {
         let orderID: String?
     }
 
-    /// Settles `transactions` (all from one job) and returns a result per transaction id.
-    func settle(_ transactions: [AppleTransaction], context: Context,
+    /// Settles `transactions` (all from one job) and returns a result per transaction id;
+    /// what must be announced after commit is added to `effects`.
+    func settle(_ transactions: [AppleTransaction], context: Context, effects: inout SettlementEffects,
                 on connection: PostgresConnection) async throws -> [(transactionID: String, result: TransactionResult)] {
         // The earliest purchase of the job order's product gets the job's order.
         let ordered = transactions.sorted { ($0.purchaseDate ?? .distantFuture, $0.transactionID) < ($1.purchaseDate ?? .distantFuture, $1.transactionID) }
@@ -39,7 +38,8 @@ struct TransactionSettler: Sendable {
                 continue
             }
             if let entry = ledger[transaction.transactionID] {
-                results.append((transaction.transactionID, try await alreadyInLedger(entry, transaction, context, on: connection)))
+                results.append((transaction.transactionID, try await alreadyInLedger(entry, transaction, context, effects: &effects,
+                                                                                       on: connection)))
                 continue
             }
             let match = try await findOrder(for: transaction, context: context, jobOrderUsed: &jobOrderUsed, on: connection)
@@ -51,7 +51,7 @@ struct TransactionSettler: Sendable {
                     environment: transaction.environment.rawValue, purchasedAt: transaction.purchaseDate, jobID: context.jobID,
                     creditedBy: "worker")
                 if try await store.credit(request, on: connection) {
-                    metrics.credits.inc()
+                    effects.credits += 1
                     results.append((transaction.transactionID, .credited))
                 } else {
                     // Credited by a concurrent job a moment ago: the primary key held.
@@ -59,7 +59,8 @@ struct TransactionSettler: Sendable {
                     results.append((transaction.transactionID, entry.map { $0.userID == context.userID } == true ? .alreadyCredited : .replayed))
                 }
             case .none(let reason, let order):
-                try await alerts.raise(paidNotCredited(transaction, context: context, reason: reason, order: order), on: connection)
+                let alert = paidNotCredited(transaction, context: context, reason: reason, order: order)
+                if let id = try await alerts.raise(alert, on: connection) { effects.alerts.append((alert, id)) }
                 results.append((transaction.transactionID, .paidNotCredited))
             }
         }
@@ -98,13 +99,14 @@ struct TransactionSettler: Sendable {
     }
 
     private func alreadyInLedger(_ entry: LedgerEntry, _ transaction: AppleTransaction, _ context: Context,
-                                 on connection: PostgresConnection) async throws -> TransactionResult {
+                                 effects: inout SettlementEffects, on connection: PostgresConnection) async throws -> TransactionResult {
         if entry.userID == context.userID { return .alreadyCredited }
         // 刷单: one valid receipt re-sent by another account.
-        try await alerts.raise(NewAlert(
+        let alert = NewAlert(
             kind: .receiptReplay, transactionID: transaction.transactionID, jobID: context.jobID, userID: context.userID,
             orderID: context.orderID, productID: transaction.productID, reason: "credited_to_another_user",
-            details: ["credited_user_id": entry.userID, "credited_order_id": entry.orderID]), on: connection)
+            details: ["credited_user_id": entry.userID, "credited_order_id": entry.orderID])
+        if let id = try await alerts.raise(alert, on: connection) { effects.alerts.append((alert, id)) }
         return .replayed
     }
 
@@ -136,4 +138,10 @@ extension TransactionResult {
         case .replayed, .refunded: return (.failed, chosen.rawValue)
         }
     }
+}
+
+/// What a settlement did that must be announced once (and only if) it commits.
+struct SettlementEffects: Sendable {
+    var credits = 0
+    var alerts: [(NewAlert, Int)] = []
 }
