@@ -48,7 +48,7 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "TestSupport"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP"]),
-        .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "Queue", "TestSupport", "Observability"]),
+        .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ReceiptWorkerCLI", "TestSupport", "AppleSim", "AppStore", "Postgres", "HTTP"]),
     ],

@@ -11,27 +11,34 @@ public enum SettlementWork: Sendable {
     case transactions(VerifiedReceipt)
     /// Apple says our configuration is wrong (21004): not the buyer's fault, a human must act.
     case configError(appleStatus: Int, detail: String)
+    /// A verified App Store Server Notification.
+    case notification(NotificationWork)
 }
 
 /// The Apple verifier the queue runs: verifyReceipt outside any transaction, then
 /// matching and crediting inside the completion transaction.
 public struct AppleJobHandler: JobHandler {
     let receipts: AppleReceiptClient
+    let signedData: StoreKitSignedDataVerifier
     let maxAttempts: Int
     let settler: TransactionSettler
+    let notifications: NotificationSettler
     let alerts: AlertRecorder
     let metrics: SettlementMetrics
     let logger: Logger
     /// Effects of settlements whose transaction has not committed yet, by job id.
     private let pending = PendingEffects()
 
-    public init(receipts: AppleReceiptClient, maxAttempts: Int, alerts: AlertRecorder, metrics: SettlementMetrics, logger: Logger) {
+    public init(receipts: AppleReceiptClient, signedData: StoreKitSignedDataVerifier, maxAttempts: Int, alerts: AlertRecorder,
+                metrics: SettlementMetrics, logger: Logger) {
         self.receipts = receipts
+        self.signedData = signedData
         self.maxAttempts = maxAttempts
         self.alerts = alerts
         self.metrics = metrics
         self.logger = logger
         settler = TransactionSettler(alerts: alerts)
+        notifications = NotificationSettler(transactions: settler, alerts: alerts)
     }
 
     public func verify(_ job: ClaimedJob) async -> Verification<SettlementWork> {
@@ -46,6 +53,25 @@ public struct AppleJobHandler: JobHandler {
                 return .decided(.finish(.failed, outcome.rawValue, appleStatus: status, error: detail))
             case .configError(let status, let detail):
                 return .settle(.configError(appleStatus: status, detail: detail))
+            }
+        case "signed_transaction":
+            do {
+                let verified = try signedData.verifyTransaction(job.payload)
+                return .settle(.transactions(VerifiedReceipt(bundleID: signedData.configuration.bundleID,
+                                                             environment: verified.transaction.environment,
+                                                             transactions: [verified.transaction])))
+            } catch {
+                return .decided(.finish(.failed, error.outcome, error: error.description))
+            }
+        case "notification":
+            do {
+                let verified = try signedData.verifyNotification(job.payload)
+                let payload = verified.payload
+                return .settle(.notification(NotificationWork(
+                    uuid: payload.notificationUUID.flatMap(UUID.init(uuidString:)), type: payload.notificationType ?? "UNKNOWN",
+                    subtype: payload.subtype, transaction: verified.transaction?.transaction)))
+            } catch {
+                return .decided(.finish(.failed, error.outcome, error: error.description))
             }
         default:
             // Kinds this build cannot verify wait (and are swept, then flagged stuck) rather than being lost.
@@ -62,8 +88,11 @@ public struct AppleJobHandler: JobHandler {
         // two completion transactions at once: the second waits here until the first has
         // committed, then sees its ledger row. Sorted, so batches never lock in opposite orders.
         let transactionIDs = items.flatMap { item -> [String] in
-            if case .transactions(let receipt) = item.work { return receipt.transactions.map(\.transactionID) }
-            return []
+            switch item.work {
+            case .transactions(let receipt): return receipt.transactions.map(\.transactionID)
+            case .notification(let work): return work.transaction.map { [$0.transactionID] } ?? []
+            case .configError: return []
+            }
         }
         if !transactionIDs.isEmpty { _ = try await connection.query(Self.lockTransactionsSQL, [transactionIDs]) }
         var outcomes: [JobOutcome] = []
@@ -78,6 +107,8 @@ public struct AppleJobHandler: JobHandler {
                 outcomes.append(.finish(.attention, "config_error", appleStatus: status, error: detail))
             case .transactions(let receipt):
                 outcomes.append(try await settleTransactions(receipt, job: item.job, effects: &effects, on: connection))
+            case .notification(let work):
+                outcomes.append(try await notifications.settle(work, job: item.job, effects: &effects, on: connection))
             }
             pending.store(effects, for: item.job.id)
         }
@@ -88,6 +119,15 @@ public struct AppleJobHandler: JobHandler {
         for effects in pending.take(jobIDs) {
             if effects.credits > 0 { metrics.credits.add(Double(effects.credits)) }
             for (alert, id) in effects.alerts { alerts.announce(alert, id: id, repeated: false) }
+            for revoked in effects.revoked {
+                metrics.creditsRevoked.inc()
+                logger.notice("credit_revoked", ["transaction_id": .string(revoked.transactionID), "order_id": .string(revoked.orderID),
+                                                 "user_id": .string(revoked.userID), "revocation_reason": .string(revoked.reason)])
+            }
+            for type in effects.notifications {
+                metrics.notifications.labels(type).inc()
+                if type == "CONSUMPTION_REQUEST" { logger.notice("consumption_request", [:]) }
+            }
         }
     }
 
@@ -116,7 +156,7 @@ final class PendingEffects: Sendable {
     private let byJob = Mutex<[Int: SettlementEffects]>([:])
 
     func store(_ effects: SettlementEffects, for job: Int) {
-        guard effects.credits > 0 || !effects.alerts.isEmpty else { return }
+        guard !effects.isEmpty else { return }
         byJob.withLock { $0[job] = effects }
     }
 

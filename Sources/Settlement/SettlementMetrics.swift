@@ -5,11 +5,14 @@ public struct SettlementMetrics: Sendable {
     let credits: CounterFamily
     let alertsRaised: CounterFamily
     let creditsRevoked: CounterFamily
+    let notifications: CounterFamily
 
     public init(registry: MetricsRegistry) {
         credits = registry.counter("iap_credits_total", help: "Apple transactions credited to an order (ledger rows written).")
         alertsRaised = registry.counter("iap_alerts_total", help: "Alerts raised, by kind.", labelNames: ["kind"])
         creditsRevoked = registry.counter("iap_credits_revoked_total", help: "Credits revoked by refunds.")
+        notifications = registry.counter("iap_notifications_total", help: "App Store Server Notifications applied, by type.",
+                                         labelNames: ["type"])
         for kind in AlertKind.allCases { alertsRaised.labels(kind.rawValue).add(0) }
     }
 }

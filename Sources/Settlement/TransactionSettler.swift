@@ -144,4 +144,9 @@ extension TransactionResult {
 struct SettlementEffects: Sendable {
     var credits = 0
     var alerts: [(NewAlert, Int)] = []
+    var revoked: [RevokedCredit] = []
+    /// Notification types applied (counted; CONSUMPTION_REQUEST is logged).
+    var notifications: [String] = []
+
+    var isEmpty: Bool { credits == 0 && alerts.isEmpty && revoked.isEmpty && notifications.isEmpty }
 }

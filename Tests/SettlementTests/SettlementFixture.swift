@@ -15,6 +15,7 @@ final class SettlementFixture: Sendable {
     let client: PostgresClient
     let simulator: AppleSimulator
     let worker: QueueWorker<AppleJobHandler>
+    let signedData: StoreKitSignedDataVerifier
     let logs = CapturingLogSink()
     let registry = MetricsRegistry()
     private let running: Task<Void, Never>
@@ -33,7 +34,10 @@ final class SettlementFixture: Sendable {
         configuration.maxAttempts = maxAttempts
         configuration.retryPolicy = .schedule([0.05])
         configuration.pollInterval = 0.05
-        let handler = AppleJobHandler(receipts: receipts, maxAttempts: maxAttempts,
+        signedData = try StoreKitSignedDataVerifier(
+            configuration: StoreKitVerifierConfiguration(bundleID: Self.bundleID, appAppleID: 4242, allowSandbox: allowSandbox),
+            trustedRoots: [simulator.serverAPI.signingChain.root])
+        let handler = AppleJobHandler(receipts: receipts, signedData: signedData, maxAttempts: maxAttempts,
                                       alerts: AlertRecorder(logger: logger, metrics: metrics, webhook: nil), metrics: metrics, logger: logger)
         let worker = QueueWorker(store: QueueStore(client: client), handler: handler, configuration: configuration,
                                  logger: logger, metrics: QueueMetrics(registry: registry), listenerConninfo: url)

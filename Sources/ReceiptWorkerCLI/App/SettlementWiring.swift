@@ -32,6 +32,16 @@ struct SettlementWiring: Sendable {
         } catch {
             throw UsageError("\(error)")
         }
+        let signedData: StoreKitSignedDataVerifier
+        do {
+            let roots = try StoreKitTrustedRoots.load(appleRootCerts: options.string(Settings.rootCerts))
+            signedData = try StoreKitSignedDataVerifier(
+                configuration: StoreKitVerifierConfiguration(bundleID: bundleID, appAppleID: options.string(Settings.appID).flatMap { Int64($0) },
+                                                             allowSandbox: options.bool(Settings.allowSandbox)),
+                trustedRoots: roots)
+        } catch {
+            throw UsageError("APPLE_ROOT_CERTS (--root-certs): \(error)")
+        }
         metrics = SettlementMetrics(registry: registry)
         if let hook = options.string(Settings.alertWebhookURL), let url = URL(string: hook) {
             guard url.scheme == "https" || isLoopbackHost(url.host ?? "") else {
@@ -42,7 +52,8 @@ struct SettlementWiring: Sendable {
             webhook = nil
         }
         alerts = AlertRecorder(logger: logger, metrics: metrics, webhook: webhook)
-        handler = AppleJobHandler(receipts: client, maxAttempts: maxAttempts, alerts: alerts, metrics: metrics, logger: logger)
+        handler = AppleJobHandler(receipts: client, signedData: signedData, maxAttempts: maxAttempts, alerts: alerts,
+                                  metrics: metrics, logger: logger)
         self.runtime = runtime
     }
 

@@ -63,7 +63,10 @@ struct DemoTour {
         configuration.retryPolicy = .schedule([0.4, 0.8, 1.2])
         configuration.pollInterval = 0.2
         let worker = QueueWorker(store: QueueStore(client: client),
-                                 handler: AppleJobHandler(receipts: receipts, maxAttempts: 4, alerts: alerts, metrics: metrics, logger: logger),
+                                 handler: AppleJobHandler(receipts: receipts, signedData: try StoreKitSignedDataVerifier(
+                                     configuration: StoreKitVerifierConfiguration(bundleID: Self.bundleID),
+                                     trustedRoots: [simulator.serverAPI.signingChain.root]),
+                                     maxAttempts: 4, alerts: alerts, metrics: metrics, logger: logger),
                                  configuration: configuration, logger: logger, metrics: QueueMetrics(registry: registry),
                                  listenerConninfo: url)
         let running = Task { await worker.run() }

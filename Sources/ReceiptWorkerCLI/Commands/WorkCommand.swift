@@ -15,7 +15,7 @@ enum WorkCommand {
     static let appleSettings = [
         Settings.bundleID, Settings.appID, Settings.sharedSecret, Settings.sharedSecretFile, Settings.allowSandbox,
         Settings.verifyReceiptURL, Settings.verifyReceiptSandboxURL, Settings.appleTimeout, Settings.alertWebhookURL,
-        Settings.retentionDays,
+        Settings.retentionDays, Settings.rootCerts,
     ]
 
     static let spec = CommandSpec(
