@@ -33,6 +33,11 @@ public final class PostgresConnection: @unchecked Sendable {
     /// A connection that broke earlier is re-opened first.
     public func query(_ sql: String, _ binds: [any PostgresEncodable] = []) async throws -> PostgresRows {
         let parameters = binds.map(\.postgresBind)
+        // libpq reads text parameters up to the first NUL: refuse rather than store a truncated value.
+        if let index = parameters.firstIndex(where: { $0.format == .text && $0.bytes?.contains(0) == true }) {
+            throw PostgresError(kind: .client, sqlState: "22021",
+                                message: "parameter $\(index + 1) contains a NUL character, which text cannot hold")
+        }
         return try await thread.run { [self] in
             try reopenIfBroken()
             return try ParameterBuffer(parameters).withArrays { values, lengths, formats in
