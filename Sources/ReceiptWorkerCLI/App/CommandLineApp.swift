@@ -14,6 +14,7 @@ enum CommandLineApp {
         Command(spec: StatusCommand.spec, run: StatusCommand.run),
         Command(spec: WorkCommand.spec, run: WorkCommand.run),
         Command(spec: AlertsCommand.spec, run: AlertsCommand.run),
+        Command(spec: InspectCommand.spec, run: InspectCommand.run),
         Command(spec: DemoCommand.spec, run: DemoCommand.run),
         Command(spec: AppleSimCommand.spec, run: AppleSimCommand.run),
         Command(spec: BenchCommand.spec, run: BenchCommand.run),
