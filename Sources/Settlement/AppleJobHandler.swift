@@ -20,6 +20,8 @@ public enum SettlementWork: Sendable {
 public struct AppleJobHandler: JobHandler {
     let receipts: AppleReceiptClient
     let signedData: StoreKitSignedDataVerifier
+    /// App Store Server API (Get Transaction Info) for transaction_id jobs; nil without credentials.
+    let serverAPI: AppStoreServerAPIClient?
     let maxAttempts: Int
     let settler: TransactionSettler
     let notifications: NotificationSettler
@@ -29,10 +31,11 @@ public struct AppleJobHandler: JobHandler {
     /// Effects of settlements whose transaction has not committed yet, by job id.
     private let pending = PendingEffects()
 
-    public init(receipts: AppleReceiptClient, signedData: StoreKitSignedDataVerifier, maxAttempts: Int, alerts: AlertRecorder,
-                metrics: SettlementMetrics, logger: Logger) {
+    public init(receipts: AppleReceiptClient, signedData: StoreKitSignedDataVerifier, serverAPI: AppStoreServerAPIClient? = nil,
+                maxAttempts: Int, alerts: AlertRecorder, metrics: SettlementMetrics, logger: Logger) {
         self.receipts = receipts
         self.signedData = signedData
+        self.serverAPI = serverAPI
         self.maxAttempts = maxAttempts
         self.alerts = alerts
         self.metrics = metrics
@@ -55,13 +58,23 @@ public struct AppleJobHandler: JobHandler {
                 return .settle(.configError(appleStatus: status, detail: detail))
             }
         case "signed_transaction":
-            do {
-                let verified = try signedData.verifyTransaction(job.payload)
-                return .settle(.transactions(VerifiedReceipt(bundleID: signedData.configuration.bundleID,
-                                                             environment: verified.transaction.environment,
-                                                             transactions: [verified.transaction])))
-            } catch {
-                return .decided(.finish(.failed, error.outcome, error: error.description))
+            return verifySignedTransaction(job.payload)
+        case "transaction_id":
+            guard let serverAPI else {
+                return .settle(.configError(appleStatus: 0, detail: "transaction_id jobs need App Store Server API credentials "
+                                            + "(APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, APPSTORE_PRIVATE_KEY_FILE)"))
+            }
+            switch await serverAPI.getTransactionInfo(transactionID: job.payload) {
+            case .found(let signedTransactionInfo, _):
+                return verifySignedTransaction(signedTransactionInfo)
+            case .notFound(let detail):
+                return .decided(.finish(.failed, "no_purchase", error: detail))
+            case .retry(let reason, let status, let retryAfter):
+                return .decided(.retry(reason, notBefore: retryAfter, appleStatus: status))
+            case .rejected(let reason, let status, let detail):
+                return .decided(.finish(.failed, "invalid_receipt", appleStatus: status, error: "\(reason): \(detail)"))
+            case .configError(let status, let detail):
+                return .settle(.configError(appleStatus: status, detail: detail))
             }
         case "notification":
             do {
@@ -82,6 +95,18 @@ public struct AppleJobHandler: JobHandler {
     static let lockTransactionsSQL = """
         SELECT count(pg_advisory_xact_lock(hashtextextended(t, 0))) FROM (SELECT DISTINCT t FROM unnest($1::text[]) AS t ORDER BY t) AS ids
         """
+
+    /// A StoreKit 2 transaction JWS, verified locally, then settled like a receipt's transaction.
+    private func verifySignedTransaction(_ jws: String) -> Verification<SettlementWork> {
+        do {
+            let verified = try signedData.verifyTransaction(jws)
+            return .settle(.transactions(VerifiedReceipt(bundleID: signedData.configuration.bundleID,
+                                                         environment: verified.transaction.environment,
+                                                         transactions: [verified.transaction])))
+        } catch {
+            return .decided(.finish(.failed, error.outcome, error: error.description))
+        }
+    }
 
     public func settle(_ items: [SettlementItem<SettlementWork>], on connection: PostgresConnection) async throws -> [JobOutcome] {
         // Two jobs carrying the same Apple transaction (a re-sent receipt) may be settled by

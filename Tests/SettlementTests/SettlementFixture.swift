@@ -20,7 +20,7 @@ final class SettlementFixture: Sendable {
     let registry = MetricsRegistry()
     private let running: Task<Void, Never>
 
-    init(allowSandbox: Bool = false, maxAttempts: Int = 4, sharedSecret: String = "shh-secret") async throws {
+    init(allowSandbox: Bool = false, maxAttempts: Int = 4, sharedSecret: String = "shh-secret", serverAPI: Bool = false) async throws {
         url = try await TestDatabase.fresh()
         client = PostgresClient(conninfo: url, maxConnections: 4)
         simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: sharedSecret))
@@ -37,7 +37,17 @@ final class SettlementFixture: Sendable {
         signedData = try StoreKitSignedDataVerifier(
             configuration: StoreKitVerifierConfiguration(bundleID: Self.bundleID, appAppleID: 4242, allowSandbox: allowSandbox),
             trustedRoots: [simulator.serverAPI.signingChain.root])
-        let handler = AppleJobHandler(receipts: receipts, signedData: signedData, maxAttempts: maxAttempts,
+        var apiClient: AppStoreServerAPIClient?
+        if serverAPI {
+            let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("sim-key-\(UUID().uuidString).p8").path
+            try simulator.serverAPI.writeAPIPrivateKey(to: keyFile)
+            defer { try? FileManager.default.removeItem(atPath: keyFile) }
+            apiClient = try AppStoreServerAPIClient(configuration: AppStoreServerAPIConfiguration(
+                productionURL: simulator.baseURL, sandboxURL: simulator.baseURL.appendingPathComponent("sandbox"),
+                issuerID: SimServerAPI.defaultIssuerID, keyID: SimServerAPI.defaultKeyID, bundleID: Self.bundleID,
+                privateKey: try ES256PrivateKey(pemFile: keyFile)))
+        }
+        let handler = AppleJobHandler(receipts: receipts, signedData: signedData, serverAPI: apiClient, maxAttempts: maxAttempts,
                                       alerts: AlertRecorder(logger: logger, metrics: metrics, webhook: nil), metrics: metrics, logger: logger)
         let worker = QueueWorker(store: QueueStore(client: client), handler: handler, configuration: configuration,
                                  logger: logger, metrics: QueueMetrics(registry: registry), listenerConninfo: url)

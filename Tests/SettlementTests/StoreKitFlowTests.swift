@@ -133,4 +133,29 @@ final class StoreKitFlowTests: XCTestCase {
         await ingest.shutdown(grace: .seconds(1))
         await f.stop()
     }
+
+    func testTransactionIDJobsThroughTheServerAPI() async throws {
+        let f = try await SettlementFixture(serverAPI: true)
+        let token = UUID()
+        try await f.order("api-1", user: "max", product: "coins_100", token: token)
+        f.simulator.serverAPI.register(transaction("api-t1", token: token))
+        func enqueue(_ id: String) async throws -> Int {
+            try await f.client.query("SELECT iap.enqueue_job('transaction_id', $1, NULL, NULL, $2)", ["max", id])[0].decode(Int.self, at: 0)
+        }
+        let credited = try await f.finished(try await enqueue("api-t1"))
+        XCTAssertEqual(credited.outcome, "credited", credited.lastError ?? "")
+        let ledger = try await f.ledger()
+        XCTAssertEqual(ledger["api-t1"], "api-1")
+        let unknown = try await f.finished(try await enqueue("999999"))
+        XCTAssertEqual(unknown.outcome, "no_purchase", unknown.lastError ?? "")
+        await f.stop()
+
+        // Without credentials a transaction_id job cannot be verified: a human must configure them.
+        let bare = try await SettlementFixture()
+        let job = try await bare.client.query("SELECT iap.enqueue_job('transaction_id', 'max', NULL, NULL, '42')")[0].decode(Int.self, at: 0)
+        let finished = try await bare.finished(job)
+        XCTAssertEqual(finished.outcome, "config_error")
+        XCTAssertEqual(finished.state, "attention")
+        await bare.stop()
+    }
 }

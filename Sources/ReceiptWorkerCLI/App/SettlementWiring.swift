@@ -42,6 +42,7 @@ struct SettlementWiring: Sendable {
         } catch {
             throw UsageError("APPLE_ROOT_CERTS (--root-certs): \(error)")
         }
+        let serverAPI = try Self.serverAPIClient(options, bundleID: bundleID, observer: AppleRequestMetrics(registry: registry, logger: logger))
         metrics = SettlementMetrics(registry: registry)
         if let hook = options.string(Settings.alertWebhookURL), let url = URL(string: hook) {
             guard url.scheme == "https" || isLoopbackHost(url.host ?? "") else {
@@ -52,9 +53,36 @@ struct SettlementWiring: Sendable {
             webhook = nil
         }
         alerts = AlertRecorder(logger: logger, metrics: metrics, webhook: webhook)
-        handler = AppleJobHandler(receipts: client, signedData: signedData, maxAttempts: maxAttempts, alerts: alerts,
+        handler = AppleJobHandler(receipts: client, signedData: signedData, serverAPI: serverAPI, maxAttempts: maxAttempts, alerts: alerts,
                                   metrics: metrics, logger: logger)
         self.runtime = runtime
+    }
+
+    /// The App Store Server API client when its three credentials are set; all or none.
+    static func serverAPIClient(_ options: CommandLineOptions, bundleID: String, observer: AppleRequestObserver) throws -> AppStoreServerAPIClient? {
+        let credentials = [Settings.issuerID, Settings.keyID, Settings.privateKeyFile]
+        let given = credentials.filter { options.string($0) != nil }
+        guard !given.isEmpty else { return nil }
+        if let missing = credentials.first(where: { options.string($0) == nil }) {
+            throw UsageError("\(missing.env) is not set (App Store Server API credentials are all three or none)")
+        }
+        let keyFile = try options.require(Settings.privateKeyFile)
+        let key: ES256PrivateKey
+        do {
+            key = try ES256PrivateKey(pemFile: keyFile)
+        } catch {
+            throw UsageError("APPSTORE_PRIVATE_KEY_FILE (--private-key-file): not a readable EC P-256 private key (.p8)")
+        }
+        let configuration = AppStoreServerAPIConfiguration(
+            productionURL: URL(string: try options.require(Settings.appStoreAPIURL))!,
+            sandboxURL: URL(string: try options.require(Settings.appStoreAPISandboxURL))!,
+            issuerID: try options.require(Settings.issuerID), keyID: try options.require(Settings.keyID), bundleID: bundleID,
+            privateKey: key, requestTimeout: options.duration(Settings.appleTimeout))
+        do {
+            return try AppStoreServerAPIClient(configuration: configuration, observer: observer)
+        } catch {
+            throw UsageError("\(error)")
+        }
     }
 
     /// The leader's money duties beside the queue's own.

@@ -15,7 +15,8 @@ enum WorkCommand {
     static let appleSettings = [
         Settings.bundleID, Settings.appID, Settings.sharedSecret, Settings.sharedSecretFile, Settings.allowSandbox,
         Settings.verifyReceiptURL, Settings.verifyReceiptSandboxURL, Settings.appleTimeout, Settings.alertWebhookURL,
-        Settings.retentionDays, Settings.rootCerts,
+        Settings.retentionDays, Settings.rootCerts, Settings.appStoreAPIURL, Settings.appStoreAPISandboxURL, Settings.issuerID,
+        Settings.keyID, Settings.privateKeyFile,
     ]
 
     static let spec = CommandSpec(
