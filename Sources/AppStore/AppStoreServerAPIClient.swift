@@ -15,11 +15,7 @@ public final class AppStoreServerAPIClient: Sendable {
                 observer: AppleRequestObserver = NoAppleRequestObserver()) throws {
         try configuration.validate()
         self.configuration = configuration
-        if let transport {
-            self.transport = RoutingHTTPTransport(plain: transport, tls: transport, plainHTTPLoopbackOnly: true)
-        } else {
-            self.transport = try RoutingHTTPTransport(plainHTTPLoopbackOnly: true)
-        }
+        self.transport = try AppleTransport.make(transport)
         self.observer = observer
     }
 
@@ -61,14 +57,8 @@ public final class AppStoreServerAPIClient: Sendable {
         do {
             response = try await transport.send(request, timeout: configuration.requestTimeout)
         } catch {
-            let reason = switch error as? HTTPClientError {
-            case .timeout: "timeout"
-            case .tlsFailure: "tls_error"
-            case .cancelled: "cancelled"
-            case .invalidResponse: "malformed_response"
-            default: error is CancellationError ? "cancelled" : "connection_error"
-            }
-            return (.retry(reason: reason, status: nil, retryAfter: nil), reason)
+            let failure = AppleTransport.describe(error)
+            return (.retry(reason: failure.reason, status: nil, retryAfter: nil), failure.label)
         }
         for name in ["Deprecation", "Sunset"] {
             if let value = response.header(name) { observer.appleDeprecationNotice(header: name, value: value) }

@@ -17,11 +17,7 @@ public final class AppleReceiptClient: Sendable {
                 observer: AppleRequestObserver = NoAppleRequestObserver()) throws {
         try configuration.validate()
         self.configuration = configuration
-        if let transport {
-            self.transport = RoutingHTTPTransport(plain: transport, tls: transport, plainHTTPLoopbackOnly: true)
-        } else {
-            self.transport = try RoutingHTTPTransport(plainHTTPLoopbackOnly: true)
-        }
+        self.transport = try AppleTransport.make(transport)
         self.observer = observer
     }
 
@@ -72,7 +68,7 @@ public final class AppleReceiptClient: Sendable {
         do {
             response = try await transport.send(request, timeout: configuration.requestTimeout)
         } catch {
-            let (reason, label) = Self.describe(error)
+            let (reason, label) = AppleTransport.describe(error)
             return (.failed(.retry(reason: reason, appleStatus: nil, retryAfter: nil)), label)
         }
         for name in ["Deprecation", "Sunset"] {
@@ -87,19 +83,6 @@ public final class AppleReceiptClient: Sendable {
             return (.failed(.retry(reason: "malformed_response", appleStatus: nil, retryAfter: nil)), "malformed")
         }
         return (.answer(answer), AppleStatusCodes.resultLabel(answer.status))
-    }
-
-    /// Retry reason and metric label for a transport failure (messages never carry the body).
-    private static func describe(_ error: Error) -> (reason: String, label: String) {
-        switch error as? HTTPClientError {
-        case .timeout: ("timeout", "timeout")
-        case .connectionFailed, .connectionReset: ("connection_error", "connection_error")
-        case .invalidResponse: ("malformed_response", "malformed")
-        case .tlsFailure: ("tls_error", "tls_error")
-        case .cancelled: ("cancelled", "cancelled")
-        case .insecureTransportNotAllowed, .tlsNotAllowed, .unsupportedURL, .invalidRequest: ("transport_refused", "transport_refused")
-        case nil: error is CancellationError ? ("cancelled", "cancelled") : ("connection_error", "connection_error")
-        }
     }
 
     // MARK: interpreting a decoded answer
