@@ -5,8 +5,12 @@ import Foundation
 /// (`ConnectionThread`), so callers simply `await`. A connection serves one caller
 /// at a time; share connections through `PostgresClient`.
 public final class PostgresConnection: @unchecked Sendable {
-    // Safety: `handle` is only read or written on `thread`.
+    // Safety: `handle` and `prepared` are only read or written on `thread`.
     private var handle: OpaquePointer?
+    /// Statements prepared on this session, by SQL text: the hot statements (claim,
+    /// complete, ledger) are parsed and planned once per connection, not per call.
+    private var prepared: [String: String] = [:]
+    private static let preparedLimit = 256
     private let thread: ConnectionThread
     private let conninfo: String
     private let applicationName: String
@@ -40,6 +44,11 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         return try await thread.run { [self] in
             try reopenIfBroken()
+            if let name = try preparedName(sql, parameterCount: parameters.count) {
+                return try ParameterBuffer(parameters).withArrays { values, lengths, formats in
+                    try consume(PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0))
+                }
+            }
             return try ParameterBuffer(parameters).withArrays { values, lengths, formats in
                 try consume(PQexecParams(handle, sql, Int32(parameters.count), nil, values, lengths, formats, 0))
             }
@@ -145,6 +154,7 @@ public final class PostgresConnection: @unchecked Sendable {
 
     private func open() throws {
         if let handle { PQfinish(handle) }
+        prepared.removeAll() // a new session has none
         handle = PQconnectdb(conninfo)
         guard let handle, PQstatus(handle) == CONNECTION_OK else {
             let message = handle.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
@@ -159,6 +169,19 @@ public final class PostgresConnection: @unchecked Sendable {
             + "SET application_name = '\(applicationName.filter { $0.isLetter || $0.isNumber || $0 == "-" })'"
         guard let result = PQexec(handle, setup) else { throw lostOrFailed() }
         _ = try consume(result)
+    }
+
+    /// The prepared statement for `sql`, preparing it on first use; nil for statements
+    /// that are not plain DML/queries (utility commands run unprepared) or past the limit.
+    private func preparedName(_ sql: String, parameterCount: Int) throws -> String? {
+        if let name = prepared[sql] { return name }
+        let head = sql.drop { $0 == " " || $0 == "\n" || $0 == "\t" }.prefix(6).uppercased()
+        guard ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH"].contains(where: { head.hasPrefix($0) }),
+              prepared.count < Self.preparedLimit else { return nil }
+        let name = "rw_\(prepared.count)"
+        _ = try consume(PQprepare(handle, name, sql, Int32(parameterCount), nil))
+        prepared[sql] = name
+        return name
     }
 
     private func reopenIfBroken() throws {

@@ -132,18 +132,18 @@ private struct SoakRun: Sendable {
 
         let passed = check.doubleCredits == 0 && check.lost == 0 && check.stuck == 0
         let fields: KeyValuePairs<String, String> = [
-                "receipts_in": "\(feed.jobIDs.count)", "credited_exactly_once": "\(check.creditedExactlyOnce)",
-                "double_credits": "\(check.doubleCredits)", "lost": "\(check.lost)",
-                "paid_not_credited_open": check.paidNotCreditedOpen, "apple_paid_not_in_ledger": "\(check.applePaidNotInLedger)",
-                "stuck_jobs": "\(check.stuck)", "worker_kills": "\(chaos.kills)",
-                "worker_restarts_survived": "\(processes.replacementsSurvived)/\(chaos.kills)",
-                "unexpected_exits": "\(chaos.crashes)", "clean_shutdowns": "\(exits.clean)/\(exits.total)",
-                "db_restarts": chaos.dbRestarts, "apple_outages": "1", "slow_apple_window_s": "\(chaos.slowSeconds)",
-                "malformed_rejected": "\(chaos.malformed.rejected)/\(chaos.malformed.sent)",
-                "malformed_jobs_written": "\(check.malformedJobs)",
-                "feed_retries": "\(feed.retries)", "feed_rejected": "\(feed.rejected)", "feed_gave_up": "\(feed.gaveUp)",
-                "apple_requests": "\(stats.requests)", "apple_faulted": "\(faulted)", "secrets_in_logs": "\(leaks)",
-                "duration_s": "\(Int((ContinuousClock.now - started).seconds.rounded()))", "pass": passed ? "yes" : "no",
+            "receipts_in": "\(feed.jobIDs.count)", "credited_exactly_once": "\(check.creditedExactlyOnce)",
+            "double_credits": "\(check.doubleCredits)", "lost": "\(check.lost)",
+            "paid_not_credited_open": check.paidNotCreditedOpen, "apple_paid_not_in_ledger": "\(check.applePaidNotInLedger)",
+            "stuck_jobs": "\(check.stuck)", "worker_kills": "\(chaos.kills)",
+            "worker_restarts_survived": "\(processes.replacements.survived)/\(processes.replacements.started)",
+            "unexpected_exits": "\(chaos.crashes)", "clean_shutdowns": "\(exits.clean)/\(exits.total)",
+            "db_restarts": chaos.dbRestarts, "apple_outages": "1", "slow_apple_window_s": "\(chaos.slowSeconds)",
+            "malformed_rejected": "\(chaos.malformed.rejected)/\(chaos.malformed.sent)",
+            "malformed_jobs_written": "\(check.malformedJobs)",
+            "feed_retries": "\(feed.retries)", "feed_rejected": "\(feed.rejected)", "feed_gave_up": "\(feed.gaveUp)",
+            "apple_requests": "\(stats.requests)", "apple_faulted": "\(faulted)", "secrets_in_logs": "\(leaks)",
+            "duration_s": "\(Int((ContinuousClock.now - started).seconds.rounded()))", "pass": passed ? "yes" : "no",
         ]
         Console.print("bench soak: " + fields.map { "\($0.key)=\($0.value.contains(" ") ? "\"\($0.value)\"" : $0.value)" }.joined(separator: " "))
         return passed
@@ -325,7 +325,7 @@ private struct SoakFeeder: Sendable {
             for lane in 0..<Self.lanes {
                 group.addTask {
                     var result = Result()
-                    for index in stride(from: lane, to: count, by: Self.lanes) {
+                    for index in stride(from: lane, to: count, by: Self.lanes) where !Task.isCancelled {
                         try? await Task.sleep(until: start + .seconds(Double(index) / rate), clock: .continuous)
                         await submit(index, deadline: deadline, into: &result)
                     }
@@ -351,7 +351,7 @@ private struct SoakFeeder: Sendable {
                                         body: Array(body.utf8))
         var orderCreated = false
         var delay = 0.1
-        while ContinuousClock.now < deadline {
+        while ContinuousClock.now < deadline, !Task.isCancelled {  // cancelled: the run failed elsewhere
             do {
                 // The order exists before its receipt is uploaded, as in the app's purchase flow.
                 if !orderCreated {
@@ -446,6 +446,7 @@ private final class SoakProcesses: Sendable {
     }
     private struct State {
         var children: [String: Child] = [:]
+        var replacementsStarted = 0
         var replacementsSurvived = 0
     }
 
@@ -459,14 +460,18 @@ private final class SoakProcesses: Sendable {
         logDirectory = String(cString: made)
     }
 
-    var replacementsSurvived: Int { state.withLock { $0.replacementsSurvived } }
+    /// Processes started after a kill or crash, and how many of them lived until killed again or stopped cleanly.
+    var replacements: (started: Int, survived: Int) { state.withLock { ($0.replacementsStarted, $0.replacementsSurvived) } }
 
     private func logPath(_ name: String) -> String { "\(logDirectory)/\(name).log" }
 
     func start(_ name: String, _ arguments: [String], environment: [String: String], replacement: Bool = false) throws {
         let pid = try WorkerSpawner.spawn("/bin/sh", ["-c", #"exec "$@" >>"$0" 2>&1"#, logPath(name), binary] + arguments,
                                           environment: environment)
-        state.withLock { $0.children[name] = Child(pid: pid, replacement: replacement) }
+        state.withLock { state in
+            state.children[name] = Child(pid: pid, replacement: replacement)
+            if replacement { state.replacementsStarted += 1 }
+        }
     }
 
     /// The port from the ingest process's `event=ingest_started ... port=N` line.
