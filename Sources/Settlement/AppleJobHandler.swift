@@ -25,6 +25,7 @@ public struct AppleJobHandler: JobHandler {
     let maxAttempts: Int
     let settler: TransactionSettler
     let notifications: NotificationSettler
+    let store = SettlementStore()
     let alerts: AlertRecorder
     let metrics: SettlementMetrics
     let logger: Logger
@@ -119,7 +120,12 @@ public struct AppleJobHandler: JobHandler {
             case .configError: return []
             }
         }
-        if !transactionIDs.isEmpty { _ = try await connection.query(Self.lockTransactionsSQL, [transactionIDs]) }
+        var ledger: [String: LedgerEntry] = [:]
+        if !transactionIDs.isEmpty {
+            _ = try await connection.query(Self.lockTransactionsSQL, [transactionIDs])
+            ledger = try await store.ledgerEntries(transactionIDs, on: connection)
+        }
+        var credited = 0
         var outcomes: [JobOutcome] = []
         outcomes.reserveCapacity(items.count)
         for item in items {
@@ -131,12 +137,15 @@ public struct AppleJobHandler: JobHandler {
                 if let id = try await alerts.raise(alert, on: connection) { effects.alerts.append((alert, id)) }
                 outcomes.append(.finish(.attention, "config_error", appleStatus: status, error: detail))
             case .transactions(let receipt):
-                outcomes.append(try await settleTransactions(receipt, job: item.job, effects: &effects, on: connection))
+                outcomes.append(try await settleTransactions(receipt, job: item.job, ledger: &ledger, effects: &effects, on: connection))
             case .notification(let work):
-                outcomes.append(try await notifications.settle(work, job: item.job, effects: &effects, on: connection))
+                outcomes.append(try await notifications.settle(work, job: item.job, ledger: &ledger, effects: &effects, on: connection))
             }
+            credited += effects.credits
             pending.store(effects, for: item.job.id)
         }
+        // One NOTIFY per batch: listeners re-read the ledger anyway.
+        if credited > 0 { try await store.notifyCredits(credited, on: connection) }
         return outcomes
     }
 
@@ -160,14 +169,14 @@ public struct AppleJobHandler: JobHandler {
         _ = pending.take(jobIDs)
     }
 
-    private func settleTransactions(_ receipt: VerifiedReceipt, job: ClaimedJob, effects: inout SettlementEffects,
-                                    on connection: PostgresConnection) async throws -> JobOutcome {
+    private func settleTransactions(_ receipt: VerifiedReceipt, job: ClaimedJob, ledger: inout [String: LedgerEntry],
+                                    effects: inout SettlementEffects, on connection: PostgresConnection) async throws -> JobOutcome {
         guard let userID = job.userID else {
             return .finish(.failed, "invalid_receipt", error: "job has no user")
         }
         let results = try await settler.settle(receipt.transactions,
                                                context: .init(jobID: job.id, userID: userID, orderID: job.orderID),
-                                               effects: &effects, on: connection)
+                                               ledger: &ledger, effects: &effects, on: connection)
         guard !results.isEmpty else { return .finish(.failed, "no_purchase", appleStatus: 0) }
         let (state, outcome) = TransactionResult.jobOutcome(results.map(\.result))
         let summary = results.map { "\($0.transactionID):\($0.result.rawValue)" }.joined(separator: ",")

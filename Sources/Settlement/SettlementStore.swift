@@ -59,28 +59,32 @@ struct SettlementStore: Sendable {
         OrderRow(orderID: try row.decode(at: 0), userID: try row.decode(at: 1), productID: try row.decode(at: 2), status: try row.decode(at: 3))
     }
 
-    static let insertCreditSQL = """
-        INSERT INTO iap.credits (transaction_id, original_transaction_id, order_id, user_id, product_id, quantity,
-                                 environment, purchased_at, job_id, credited_by)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-        ON CONFLICT (transaction_id) DO NOTHING
-        RETURNING transaction_id
-        """
-    static let markOrderCreditedSQL = """
-        UPDATE iap.orders SET status = 'credited', credited_at = now(), transaction_id = $2
-        WHERE order_id = $1 AND status = 'open'
+    /// The ledger row and the order in one round trip; the order changes only if the row
+    /// was new (the primary key on transaction_id decides).
+    static let creditSQL = """
+        WITH ledger AS (
+            INSERT INTO iap.credits (transaction_id, original_transaction_id, order_id, user_id, product_id, quantity,
+                                     environment, purchased_at, job_id, credited_by)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+            ON CONFLICT (transaction_id) DO NOTHING
+            RETURNING transaction_id
+        ), paid AS (
+            UPDATE iap.orders SET status = 'credited', credited_at = now(), transaction_id = $1
+            WHERE order_id = $3 AND status = 'open' AND EXISTS (SELECT 1 FROM ledger)
+            RETURNING order_id
+        )
+        SELECT (SELECT count(*) FROM ledger), (SELECT count(*) FROM paid)
         """
 
     /// The exactly-once write: the ledger row (primary key on transaction_id) and the order.
     /// Returns false when the transaction was already in the ledger (nothing written).
     func credit(_ credit: CreditRequest, on connection: PostgresConnection) async throws -> Bool {
-        let inserted = try await connection.query(Self.insertCreditSQL, [
+        let row = try await connection.query(Self.creditSQL, [
             credit.transactionID, credit.originalTransactionID, credit.orderID, credit.userID, credit.productID,
             credit.quantity, credit.environment, credit.purchasedAt, credit.jobID.map(Int64.init), credit.creditedBy,
-        ])
-        guard !inserted.isEmpty else { return false }
-        let updated = try await connection.query(Self.markOrderCreditedSQL, [credit.orderID, credit.transactionID])
-        guard updated.affectedRows == 1 else {
+        ])[0]
+        guard try row.decode(Int.self, at: 0) == 1 else { return false }
+        guard try row.decode(Int.self, at: 1) == 1 else {
             // The order was locked and open a moment ago in this transaction; anything else is a bug.
             throw SettlementError("order \(credit.orderID) could not be marked credited")
         }

@@ -25,11 +25,13 @@ struct TransactionSettler: Sendable {
 
     /// Settles `transactions` (all from one job) and returns a result per transaction id;
     /// what must be announced after commit is added to `effects`.
-    func settle(_ transactions: [AppleTransaction], context: Context, effects: inout SettlementEffects,
+    /// `ledger` holds the ledger rows of the batch's transactions, read once under the
+    /// transaction locks; credits made here are added so later jobs of the batch see them.
+    func settle(_ transactions: [AppleTransaction], context: Context, ledger: inout [String: LedgerEntry],
+                effects: inout SettlementEffects,
                 on connection: PostgresConnection) async throws -> [(transactionID: String, result: TransactionResult)] {
         // The earliest purchase of the job order's product gets the job's order.
         let ordered = transactions.sorted { ($0.purchaseDate ?? .distantFuture, $0.transactionID) < ($1.purchaseDate ?? .distantFuture, $1.transactionID) }
-        let ledger = try await store.ledgerEntries(ordered.map(\.transactionID), on: connection)
         var jobOrderUsed = false
         var results: [(String, TransactionResult)] = []
         for transaction in ordered {
@@ -52,6 +54,8 @@ struct TransactionSettler: Sendable {
                     creditedBy: "worker")
                 if try await store.credit(request, on: connection) {
                     effects.credits += 1
+                    ledger[transaction.transactionID] = LedgerEntry(transactionID: transaction.transactionID,
+                                                                    userID: order.userID, orderID: order.orderID)
                     results.append((transaction.transactionID, .credited))
                 } else {
                     // Credited by a concurrent job a moment ago: the primary key held.
@@ -63,9 +67,6 @@ struct TransactionSettler: Sendable {
                 if let id = try await alerts.raise(alert, on: connection) { effects.alerts.append((alert, id)) }
                 results.append((transaction.transactionID, .paidNotCredited))
             }
-        }
-        if results.contains(where: { $0.1 == .credited }) {
-            try await store.notifyCredits(results.filter { $0.1 == .credited }.count, on: connection)
         }
         return results
     }
