@@ -153,10 +153,12 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
             cancelled.withLock { $0.append(job.id) }
         }
         metrics.inflight.dec()
-        let before = inflight.subtract(1, ordering: .acquiringAndReleasing).oldValue
-        // Wake the claimer when enough slots are free for a worthwhile batch.
+        let running = inflight.subtract(1, ordering: .acquiringAndReleasing).newValue
+        // Wake the claimer once enough slots are free for a worthwhile batch (or all are),
+        // not on every finished job: that would make many one-job claims.
+        let free = configuration.concurrency - running
         let threshold = max(1, min(configuration.claimBatch, configuration.concurrency) / 2)
-        if configuration.concurrency - before < threshold { wake.wake() }
+        if free == threshold || running == 0 { wake.wake() }
     }
 
     /// One watchdog for all jobs (not a timer task per job): a verification must end well
