@@ -4,7 +4,7 @@ enum BenchCommand {
     static let spec = CommandSpec(
         name: "bench",
         summary: "Benchmarks, one result line each: queue (throughput, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim), ingest, soak (faults).",
-        usage: "bench queue|apple|ingest|soak [--jobs N] [--concurrency N] [--claim-batch N] [--processes N]",
+        usage: "bench queue|apple|ingest|soak [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--seconds N]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
