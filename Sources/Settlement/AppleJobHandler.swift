@@ -59,24 +59,18 @@ public struct AppleJobHandler: JobHandler {
                 return .settle(.configError(appleStatus: status, detail: detail))
             }
         case "signed_transaction":
-            return verifySignedTransaction(job.payload)
+            let local = verifySignedTransaction(job.payload)
+            // With API credentials, Apple's own current copy of the transaction is the one settled
+            // (it carries a refund the app's copy may not know about yet).
+            guard let serverAPI, case .settle(.transactions(let receipt)) = local,
+                  let id = receipt.transactions.first?.transactionID else { return local }
+            return await fetchTransaction(id, from: serverAPI)
         case "transaction_id":
             guard let serverAPI else {
                 return .settle(.configError(appleStatus: 0, detail: "transaction_id jobs need App Store Server API credentials "
                                             + "(APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, APPSTORE_PRIVATE_KEY_FILE)"))
             }
-            switch await serverAPI.getTransactionInfo(transactionID: job.payload) {
-            case .found(let signedTransactionInfo, _):
-                return verifySignedTransaction(signedTransactionInfo)
-            case .notFound(let detail):
-                return .decided(.finish(.failed, "no_purchase", error: detail))
-            case .retry(let reason, let status, let retryAfter):
-                return .decided(.retry(reason, notBefore: retryAfter, appleStatus: status))
-            case .rejected(let reason, let status, let detail):
-                return .decided(.finish(.failed, "invalid_receipt", appleStatus: status, error: "\(reason): \(detail)"))
-            case .configError(let status, let detail):
-                return .settle(.configError(appleStatus: status, detail: detail))
-            }
+            return await fetchTransaction(job.payload, from: serverAPI)
         case "notification":
             do {
                 let verified = try signedData.verifyNotification(job.payload)
@@ -90,6 +84,22 @@ public struct AppleJobHandler: JobHandler {
         default:
             // Kinds this build cannot verify wait (and are swept, then flagged stuck) rather than being lost.
             return .decided(.retry("kind_not_supported", error: "no verifier for kind \(job.kind) in this build"))
+        }
+    }
+
+    /// Get Transaction Info, then the same local verification as a signed transaction.
+    private func fetchTransaction(_ transactionID: String, from serverAPI: AppStoreServerAPIClient) async -> Verification<SettlementWork> {
+        switch await serverAPI.getTransactionInfo(transactionID: transactionID) {
+        case .found(let signedTransactionInfo, _):
+            return verifySignedTransaction(signedTransactionInfo)
+        case .notFound(let detail):
+            return .decided(.finish(.failed, "no_purchase", error: detail))
+        case .retry(let reason, let status, let retryAfter):
+            return .decided(.retry(reason, notBefore: retryAfter, appleStatus: status))
+        case .rejected(let reason, let status, let detail):
+            return .decided(.finish(.failed, "invalid_receipt", appleStatus: status, error: "\(reason): \(detail)"))
+        case .configError(let status, let detail):
+            return .settle(.configError(appleStatus: status, detail: detail))
         }
     }
 

@@ -148,6 +148,14 @@ final class StoreKitFlowTests: XCTestCase {
         XCTAssertEqual(ledger["api-t1"], "api-1")
         let unknown = try await f.finished(try await enqueue("999999"))
         XCTAssertEqual(unknown.outcome, "no_purchase", unknown.lastError ?? "")
+        // With credentials, a signed transaction from the app is confirmed with Apple: Apple's
+        // copy (here: refunded since) is the one settled.
+        try await f.order("api-2", user: "max", product: "coins_100")
+        f.simulator.serverAPI.register(transaction("api-t2", token: nil, revoked: true))
+        let appCopy = try f.simulator.serverAPI.signingChain.signTransaction(transaction("api-t2", token: nil))
+        let confirmed = try await f.finished(try await f.client.query("SELECT iap.enqueue_transaction($1, $2, $3)", ["max", "api-2", appCopy])[0]
+            .decode(Int.self, at: 0))
+        XCTAssertEqual(confirmed.outcome, "refunded")
         await f.stop()
 
         // Without credentials a transaction_id job cannot be verified: a human must configure them.
