@@ -79,6 +79,10 @@ public struct AppleJobHandler: JobHandler {
                     uuid: payload.notificationUUID.flatMap(UUID.init(uuidString:)), type: payload.notificationType ?? "UNKNOWN",
                     subtype: payload.subtype, transaction: verified.transaction?.transaction)))
             } catch {
+                if error.reason == .appIDMismatch && signedData.configuration.appAppleID == nil {
+                    // Not Apple's fault nor the buyer's: we cannot check production notifications without our app id.
+                    return .settle(.configError(appleStatus: 0, detail: "APPLE_APP_ID is not set: production notifications cannot be verified"))
+                }
                 return .decided(.finish(.failed, error.outcome, error: error.description))
             }
         default:

@@ -20,7 +20,8 @@ final class SettlementFixture: Sendable {
     let registry = MetricsRegistry()
     private let running: Task<Void, Never>
 
-    init(allowSandbox: Bool = false, maxAttempts: Int = 4, sharedSecret: String = "shh-secret", serverAPI: Bool = false) async throws {
+    init(allowSandbox: Bool = false, maxAttempts: Int = 4, sharedSecret: String = "shh-secret", serverAPI: Bool = false,
+         appAppleID: Int64? = 4242) async throws {
         url = try await TestDatabase.fresh()
         client = PostgresClient(conninfo: url, maxConnections: 4)
         simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: sharedSecret))
@@ -35,7 +36,7 @@ final class SettlementFixture: Sendable {
         configuration.retryPolicy = .schedule([0.05])
         configuration.pollInterval = 0.05
         signedData = try StoreKitSignedDataVerifier(
-            configuration: StoreKitVerifierConfiguration(bundleID: Self.bundleID, appAppleID: 4242, allowSandbox: allowSandbox),
+            configuration: StoreKitVerifierConfiguration(bundleID: Self.bundleID, appAppleID: appAppleID, allowSandbox: allowSandbox),
             trustedRoots: [simulator.serverAPI.signingChain.root])
         var apiClient: AppStoreServerAPIClient?
         if serverAPI {

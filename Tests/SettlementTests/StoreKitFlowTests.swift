@@ -166,4 +166,16 @@ final class StoreKitFlowTests: XCTestCase {
         XCTAssertEqual(finished.state, "attention")
         await bare.stop()
     }
+
+    func testProductionNotificationWithoutAppIDIsAConfigError() async throws {
+        let f = try await SettlementFixture(appAppleID: nil)
+        let signed = try f.simulator.serverAPI.signingChain.signNotification(
+            type: "TEST", transaction: nil, bundleID: SettlementFixture.bundleID, appAppleID: 4242, environment: .production)
+        let job = try await f.client.query("SELECT iap.enqueue_notification($1)", [signed])[0].decode(Int.self, at: 0)
+        let finished = try await f.finished(job)
+        XCTAssertEqual(finished.outcome, "config_error")
+        XCTAssertEqual(finished.state, "attention")
+        XCTAssertTrue(finished.lastError?.contains("APPLE_APP_ID") == true, finished.lastError ?? "")
+        await f.stop()
+    }
 }

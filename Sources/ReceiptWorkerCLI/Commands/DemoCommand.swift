@@ -36,13 +36,16 @@ struct DemoTour {
     let client: PostgresClient
     let url: String
     static let bundleID = "com.example.coins"
+    static let appAppleID: Int64 = 1_234_567_890
 
     struct Case {
+        enum Kind { case receipt, signedTransaction, notification }
         let story: String
         let user: String
         let order: String?
         let receipt: String
         let expected: String
+        var kind = Kind.receipt
     }
 
     func run() async throws -> Bool {
@@ -64,7 +67,7 @@ struct DemoTour {
         configuration.pollInterval = 0.2
         let worker = QueueWorker(store: QueueStore(client: client),
                                  handler: AppleJobHandler(receipts: receipts, signedData: try StoreKitSignedDataVerifier(
-                                     configuration: StoreKitVerifierConfiguration(bundleID: Self.bundleID),
+                                     configuration: StoreKitVerifierConfiguration(bundleID: Self.bundleID, appAppleID: Self.appAppleID),
                                      trustedRoots: [simulator.serverAPI.signingChain.root]),
                                      maxAttempts: 4, alerts: alerts, metrics: metrics, logger: logger),
                                  configuration: configuration, logger: logger, metrics: QueueMetrics(registry: registry),
@@ -72,7 +75,7 @@ struct DemoTour {
         let running = Task { await worker.run() }
 
         Console.print("receipt-worker demo: apple-sim on port \(simulator.port) (down for the first 1.5 s), private PostgreSQL, one worker\n")
-        let firstWave = try await sampleCases()
+        let firstWave = try await sampleCases() + storeKitCases(simulator.serverAPI.signingChain)
         var jobs = try await enqueue(firstWave)
         try await waitForJobs(Array(jobs.values))
         // 刷单: the same valid receipt re-sent by another account against a new order.
@@ -122,18 +125,49 @@ struct DemoTour {
         ]
     }
 
+    /// StoreKit 2: a signed transaction from the app, and Apple's own ONE_TIME_CHARGE
+    /// notification for a buyer whose app never uploaded anything.
+    private func storeKitCases(_ chain: SimSigningChain) async throws -> [Case] {
+        let kimToken = UUID(), leoToken = UUID()
+        try await createOrders([("order-kim-1", "kim", "coins_100", kimToken), ("order-leo-1", "leo", "gems_50", leoToken)])
+        func payload(_ id: String, _ product: String, _ token: UUID) -> JWSTransactionPayload {
+            JWSTransactionPayload(transactionId: id, originalTransactionId: id, bundleId: Self.bundleID, productId: product,
+                                  purchaseDate: Date(), signedDate: Date(), appAccountToken: token.uuidString, environment: "Production")
+        }
+        return [
+            Case(story: "StoreKit 2 signed transaction", user: "kim", order: nil,
+                 receipt: try chain.signTransaction(payload("3000001", "coins_100", kimToken)), expected: "credited",
+                 kind: .signedTransaction),
+            Case(story: "Apple's notification, the app never uploaded", user: "leo", order: nil,
+                 receipt: try chain.signNotification(type: "ONE_TIME_CHARGE", transaction: payload("3000002", "gems_50", leoToken),
+                                                     bundleID: Self.bundleID, appAppleID: Self.appAppleID, environment: .production),
+                 expected: "credited", kind: .notification),
+        ]
+    }
+
     private func createOrders(_ orders: [(String, String, String)]) async throws {
-        for (order, user, product) in orders {
-            _ = try await client.query("INSERT INTO iap.orders (order_id, user_id, product_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                                       [order, user, product])
+        try await createOrders(orders.map { ($0.0, $0.1, $0.2, nil) })
+    }
+
+    private func createOrders(_ orders: [(String, String, String, UUID?)]) async throws {
+        for (order, user, product, token) in orders {
+            _ = try await client.query("""
+                INSERT INTO iap.orders (order_id, user_id, product_id, app_account_token) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
+                """, [order, user, product, token])
         }
     }
 
     private func enqueue(_ cases: [Case]) async throws -> [String: Int] {
         var jobs: [String: Int] = [:]
         for item in cases {
-            jobs[item.story] = try await client.query("SELECT iap.enqueue_receipt($1, $2, $3)", [item.user, item.order, item.receipt])[0]
-                .decode(Int.self, at: 0)
+            let rows: PostgresRows
+            switch item.kind {
+            case .receipt: rows = try await client.query("SELECT iap.enqueue_receipt($1, $2, $3)", [item.user, item.order, item.receipt])
+            case .signedTransaction:
+                rows = try await client.query("SELECT iap.enqueue_transaction($1, $2, $3)", [item.user, item.order, item.receipt])
+            case .notification: rows = try await client.query("SELECT iap.enqueue_notification($1)", [item.receipt])
+            }
+            jobs[item.story] = try rows[0].decode(Int.self, at: 0)
         }
         return jobs
     }
