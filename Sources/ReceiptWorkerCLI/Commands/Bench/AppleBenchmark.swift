@@ -15,28 +15,24 @@ struct AppleBenchmark {
         return try await EmbeddedDatabase.withDatabase(runtime) { url, cluster in
             let client = PostgresClient(conninfo: url, maxConnections: 2, applicationName: "receipt-worker-bench")
             try await client.withConnection { _ = try await migrator.migrate($0) }
-            report("setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)",
+            BenchReport.line("apple", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)",
                              "cores": "\(ProcessInfo.processInfo.activeProcessorCount)", "apple": "apple-sim over loopback HTTP"])
 
             let fast = try await measure(client, url: url, count: fastCount, latency: nil, concurrency: 256, claimBatch: 500, tag: "fast")
-            report("latency_0", ["verified_credited_per_s": format(fast.rate), "receipts": "\(fastCount)", "concurrency": "256",
-                                 "worker_peak_rss_mb": format(fast.rssMiB), "target_per_s": "3000"])
+            BenchReport.line("apple", "latency_0", ["verified_credited_per_s": BenchReport.figure(fast.rate), "receipts": "\(fastCount)", "concurrency": "256",
+                                 "worker_peak_rss_mb": BenchReport.figure(fast.rssMiB), "target_per_s": "3000"])
 
             let slowCount = 12_000
             let slow = try await measure(client, url: url, count: slowCount, latency: SimLatency(.seconds(3)), concurrency: 2_000,
                                          claimBatch: 500, tag: "slow")
-            report("latency_3s", ["verified_credited_per_s": format(slow.rate), "receipts": "\(slowCount)", "concurrency": "2000",
-                                  "worker_peak_rss_mb": format(slow.rssMiB), "target_per_s": "600", "rss_target_mb": "300"])
+            BenchReport.line("apple", "latency_3s", ["verified_credited_per_s": BenchReport.figure(slow.rate), "receipts": "\(slowCount)", "concurrency": "2000",
+                                  "worker_peak_rss_mb": BenchReport.figure(slow.rssMiB), "target_per_s": "600", "rss_target_mb": "300"])
             await client.close()
             return 0
         }
     }
 
-    private func report(_ name: String, _ fields: KeyValuePairs<String, String>) {
-        Console.print("bench apple \(name): " + fields.map { "\($0.key)=\($0.value.contains(" ") ? "\"\($0.value)\"" : $0.value)" }.joined(separator: " "))
-    }
 
-    private func format(_ value: Double) -> String { value >= 100 ? String(Int(value.rounded())) : String(format: "%.1f", value) }
 
     private func measure(_ client: PostgresClient, url: String, count: Int, latency: SimLatency?, concurrency: Int,
                          claimBatch: Int, tag: String) async throws -> (rate: Double, rssMiB: Double) {

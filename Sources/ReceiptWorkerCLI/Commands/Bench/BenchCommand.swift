@@ -49,3 +49,14 @@ enum ResourceUsage {
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
     }
 }
+
+/// One result line per measurement: `bench queue drain: drain_jobs_per_s=34353 processes=1 ...`.
+enum BenchReport {
+    static func line(_ bench: String, _ name: String, _ fields: KeyValuePairs<String, String>) {
+        Console.print("bench \(bench) \(name): "
+                      + fields.map { "\($0.key)=\($0.value.contains(" ") ? "\"\($0.value)\"" : $0.value)" }.joined(separator: " "))
+    }
+
+    /// Whole numbers from 100 up, two decimals below.
+    static func figure(_ value: Double) -> String { value >= 100 ? String(Int(value.rounded())) : String(format: "%.2f", value) }
+}

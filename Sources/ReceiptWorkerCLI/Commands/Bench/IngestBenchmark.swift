@@ -24,7 +24,7 @@ struct IngestBenchmark {
             let client = PostgresClient(conninfo: url, maxConnections: 2, applicationName: "receipt-worker-bench")
             do {
                 try await client.withConnection { _ = try await migrator.migrate($0) }
-                report("setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)",
+                BenchReport.line("ingest", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)",
                                  "cores": "\(ProcessInfo.processInfo.activeProcessorCount)",
                                  "db_connections": "\(IngestCommand.databaseConnections)"])
                 // A tag of our own: with DATABASE_URL the rows are told apart from real ones, and removed after.
@@ -43,16 +43,16 @@ struct IngestBenchmark {
     private func measure(_ client: PostgresClient, url: String, tag: String, requests: Int, clients: Int) async throws {
         let http = try await httpIngest(url: url, tag: tag + "-h", requests: requests, clients: clients)
         let rows = try await client.query("SELECT count(*) FROM iap.jobs WHERE user_id LIKE $1", [tag + "-h-%"])[0].decode(Int.self, at: 0)
-        report("http", ["http_committed_per_s": format(http.committedPerSecond), "p50_ms": format(http.p50),
-                        "p99_ms": format(http.p99), "errors": "\(http.errors)", "clients": "\(clients)",
+        BenchReport.line("ingest", "http", ["http_committed_per_s": BenchReport.figure(http.committedPerSecond), "p50_ms": BenchReport.figure(http.p50),
+                        "p99_ms": BenchReport.figure(http.p99), "errors": "\(http.errors)", "clients": "\(clients)",
                         "requests": "\(requests)", "warmup": "\(http.warmup)", "rows_committed": "\(rows)", "body_bytes": "\(http.bodyBytes)",
-                        "process_cpu_us_per_request": format(http.cpuMicrosPerRequest),
+                        "process_cpu_us_per_request": BenchReport.figure(http.cpuMicrosPerRequest),
                         "target": ">=\(Int(Self.targetCommittedPerSecond))/s p99<\(Int(Self.targetP99Milliseconds))ms",
                         "meets_target": verdict(http.committedPerSecond >= Self.targetCommittedPerSecond
                                                 && http.p99 < Self.targetP99Milliseconds && http.errors == 0)])
 
         let bulk = try await ndjsonLoad(url: url, tag: tag + "-n")
-        report("ndjson", ["ndjson_lines_per_s": format(bulk.linesPerSecond), "lines": "\(bulk.linesRead)",
+        BenchReport.line("ingest", "ndjson", ["ndjson_lines_per_s": BenchReport.figure(bulk.linesPerSecond), "lines": "\(bulk.linesRead)",
                           "loaded": "\(bulk.loaded)", "rejected": "\(bulk.rejected)",
                           "target": ">=\(Int(Self.targetLinesPerSecond))/s",
                           "meets_target": verdict(bulk.linesPerSecond >= Self.targetLinesPerSecond)])
@@ -170,9 +170,5 @@ struct IngestBenchmark {
 
     private func verdict(_ met: Bool) -> String { met ? "yes" : "no" }
 
-    private func report(_ name: String, _ fields: KeyValuePairs<String, String>) {
-        Console.print("bench ingest \(name): " + fields.map { "\($0.key)=\($0.value.contains(" ") ? "\"\($0.value)\"" : $0.value)" }.joined(separator: " "))
-    }
 
-    private func format(_ value: Double) -> String { value >= 100 ? String(Int(value.rounded())) : String(format: "%.2f", value) }
 }

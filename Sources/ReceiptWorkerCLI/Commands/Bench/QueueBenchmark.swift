@@ -20,40 +20,36 @@ struct QueueBenchmark {
             let client = PostgresClient(conninfo: url, maxConnections: 6, applicationName: "receipt-worker-bench")
             try await client.withConnection { _ = try await migrator.migrate($0) }
             _ = try await client.query("TRUNCATE iap.jobs")
-            report("setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)", "cores": "\(ProcessInfo.processInfo.activeProcessorCount)"])
+            BenchReport.line("queue", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)", "cores": "\(ProcessInfo.processInfo.activeProcessorCount)"])
 
             let enqueueRate = try await enqueue(client, count: jobs, tag: "a")
-            report("enqueue", ["enqueue_jobs_per_s": format(enqueueRate), "jobs": "\(jobs)", "via": "COPY+INSERT..SELECT"])
+            BenchReport.line("queue", "enqueue", ["enqueue_jobs_per_s": BenchReport.figure(enqueueRate), "jobs": "\(jobs)", "via": "COPY+INSERT..SELECT"])
 
             let drain = try await drainInProcess(client, url: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
-            report("drain", ["drain_jobs_per_s": format(drain), "processes": "1", "concurrency": "\(concurrency)",
-                             "claim_batch": "\(claimBatch)", "peak_rss_mb": format(ResourceUsage.peakRSSMiB())])
+            BenchReport.line("queue", "drain", ["drain_jobs_per_s": BenchReport.figure(drain), "processes": "1", "concurrency": "\(concurrency)",
+                             "claim_batch": "\(claimBatch)", "peak_rss_mb": BenchReport.figure(ResourceUsage.peakRSSMiB())])
 
             _ = try await enqueue(client, count: jobs, tag: "b")
             let ceiling = try await rawSQLCeiling(client, jobs: jobs, batch: claimBatch)
-            report("raw_sql", ["raw_sql_ceiling_jobs_per_s": format(ceiling), "drain_to_ceiling_ratio": String(format: "%.2f", drain / ceiling)])
+            BenchReport.line("queue", "raw_sql", ["raw_sql_ceiling_jobs_per_s": BenchReport.figure(ceiling), "drain_to_ceiling_ratio": String(format: "%.2f", drain / ceiling)])
 
             _ = try await enqueue(client, count: jobs, tag: "c")
             let multi = try await drainWithProcesses(client, url: url, jobs: jobs, processes: processes,
                                                      concurrency: concurrency, claimBatch: claimBatch)
-            report("drain", ["drain_jobs_per_s": format(multi), "processes": "\(processes)"])
+            BenchReport.line("queue", "drain", ["drain_jobs_per_s": BenchReport.figure(multi), "processes": "\(processes)"])
 
             let latency = try await notifyLatency(client, url: url)
-            report("latency", ["enqueue_to_claim_p50_ms": format(latency.p50), "p99_ms": format(latency.p99), "samples": "\(latency.samples)"])
+            BenchReport.line("queue", "latency", ["enqueue_to_claim_p50_ms": BenchReport.figure(latency.p50), "p99_ms": BenchReport.figure(latency.p99), "samples": "\(latency.samples)"])
 
             let idle = try await idleCost(client, url: url)
-            report("idle", ["idle_cpu_percent": String(format: "%.2f", idle.cpuPercent),
+            BenchReport.line("queue", "idle", ["idle_cpu_percent": String(format: "%.2f", idle.cpuPercent),
                             "idle_claim_queries_per_s": String(format: "%.2f", idle.claimsPerSecond), "poll_interval_s": "1"])
             await client.close()
             return 0
         }
     }
 
-    private func report(_ name: String, _ fields: KeyValuePairs<String, String>) {
-        Console.print("bench queue \(name): " + fields.map { "\($0.key)=\($0.value.contains(" ") ? "\"\($0.value)\"" : $0.value)" }.joined(separator: " "))
-    }
 
-    private func format(_ value: Double) -> String { value >= 100 ? String(Int(value.rounded())) : String(format: "%.2f", value) }
 
     /// Loads `count` no-op jobs the way bulk ingest does: COPY into a staging table, then one INSERT .. SELECT.
     private func enqueue(_ client: PostgresClient, count: Int, tag: String) async throws -> Double {
