@@ -18,10 +18,11 @@ enum EmbeddedDatabase {
             throw UsageError("cannot start the private PostgreSQL: \(error)")
         }
         runtime.logger.info("private_postgres_started", ["port": .int(cluster.port), "dir": .string(cluster.directory)])
-        // Ctrl-C: remove the cluster, then leave.
+        // Ctrl-C or SIGTERM: stop spawned workers, remove the cluster, then leave.
         let watcher = SignalWatcher()
         let cleanup = Task.detached {
             for await _ in watcher.signals {
+                WorkerSpawner.killAll()
                 cluster.stop()
                 exit(130)
             }

@@ -78,18 +78,3 @@ struct AppleBenchmark {
         try await client.query("SELECT count(*) FROM iap.credits")[0].decode(Int.self, at: 0)
     }
 }
-
-/// Starts a `receipt-worker` child for benchmarks (posix_spawn; the caller waits for it).
-enum WorkerSpawner {
-    static func spawn(_ binary: String, _ arguments: [String], environment: [String: String]) throws -> pid_t {
-        var merged = ProcessInfo.processInfo.environment
-        for (key, value) in environment { merged[key] = value }
-        let argv = ([binary] + arguments).map { strdup($0) } + [nil]
-        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, binary, nil, nil, argv, envp)
-        guard result == 0 else { throw UsageError("cannot start \(binary): \(String(cString: strerror(result)))") }
-        return pid
-    }
-}
