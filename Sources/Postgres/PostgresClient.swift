@@ -112,7 +112,7 @@ public final class PostgresClient: Sendable {
     }
 
     private func giveBack(_ connection: PostgresConnection) async {
-        if await !connection.isReusable() {
+        if !connection.isReusable {
             await connection.close()
             releaseSlot()
             return

@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import Synchronization
 
 /// One libpq connection. Every libpq call runs on the connection's own thread
 /// (`ConnectionThread`), so callers simply `await`. A connection serves one caller
@@ -11,6 +12,9 @@ public final class PostgresConnection: @unchecked Sendable {
     /// complete, ledger) are parsed and planned once per connection, not per call.
     private var prepared: [String: String] = [:]
     private static let preparedLimit = 256
+    /// Open, healthy and outside a transaction, as of the last call: read without a thread hop
+    /// when the pool takes the connection back.
+    private let reusable = Atomic<Bool>(false)
     private let thread: ConnectionThread
     private let conninfo: String
     private let applicationName: String
@@ -29,7 +33,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Opens a connection from a libpq URL (`postgresql://…`) or key=value conninfo.
     public static func connect(_ conninfo: String, applicationName: String = "receipt-worker") async throws -> PostgresConnection {
         let connection = PostgresConnection(conninfo: conninfo, applicationName: applicationName)
-        try await connection.thread.run { try connection.open() }
+        try await connection.onThread { try connection.open() }
         return connection
     }
 
@@ -42,7 +46,7 @@ public final class PostgresConnection: @unchecked Sendable {
             throw PostgresError(kind: .client, sqlState: "22021",
                                 message: "parameter $\(index + 1) contains a NUL character, which text cannot hold")
         }
-        return try await thread.run { [self] in
+        return try await onThread { [self] in
             try reopenIfBroken()
             if let name = try preparedName(sql, parameterCount: parameters.count) {
                 return try ParameterBuffer(parameters).withArrays { values, lengths, formats in
@@ -61,7 +65,7 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Runs a script of one or more statements with the simple protocol (migrations).
     public func execute(script: String) async throws {
-        try await thread.run { [self] in
+        try await onThread { [self] in
             try reopenIfBroken()
             guard PQsendQuery(handle, script) == 1 else { throw lostOrFailed() }
             var firstError: PostgresError?
@@ -76,7 +80,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Returns the number of rows the server loaded.
     @discardableResult
     public func copyIn(_ copyStatement: String, data: [UInt8]) async throws -> Int {
-        try await thread.run { [self] in
+        try await onThread { [self] in
             try reopenIfBroken()
             guard let start = PQexec(handle, copyStatement) else { throw lostOrFailed() }
             let status = PQresultStatus(start)
@@ -130,20 +134,23 @@ public final class PostgresConnection: @unchecked Sendable {
         }
     }
 
-    /// True when the connection is unusable until re-opened.
-    public func isBroken() async -> Bool {
-        (try? await thread.run { [self] in handle == nil || PQstatus(handle) != CONNECTION_OK }) ?? true
-    }
+    /// Open, healthy and outside any transaction after its last statement: safe to hand to
+    /// the next caller.
+    public var isReusable: Bool { reusable.load(ordering: .acquiring) }
 
-    /// Open, healthy and outside any transaction: safe to hand to the next caller.
-    public func isReusable() async -> Bool {
-        (try? await thread.run { [self] in
-            handle != nil && PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE
-        }) ?? false
+    /// Runs `body` on the connection thread and records afterwards whether the session is reusable.
+    private func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await thread.run { [self] in
+            defer {
+                reusable.store(handle != nil && PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE,
+                               ordering: .releasing)
+            }
+            return try body()
+        }
     }
 
     public func close() async {
-        _ = try? await thread.run { [self] in
+        _ = try? await onThread { [self] in
             if let handle { PQfinish(handle) }
             handle = nil
         }
