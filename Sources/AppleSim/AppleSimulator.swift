@@ -25,7 +25,10 @@ public final class AppleSimulator: Sendable {
         self.serverAPI = serverAPI ?? SimServerAPI.standard()
         var router = SimRoutes.router(engine, logger: logger)
         self.serverAPI.addRoutes(to: &router)
-        server = HTTPServer(configuration: HTTPServerConfiguration(host: configuration.host, port: configuration.port),
+        // Thousands of workers' connections can arrive in one burst (a wave of 3 s verifications
+        // ending together); a short accept backlog would drop SYNs and add 1 s retransmits.
+        server = HTTPServer(configuration: HTTPServerConfiguration(host: configuration.host, port: configuration.port,
+                                                                   listenBacklog: 4096),
                             router: router)
     }
 

@@ -157,7 +157,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         // Wake the claimer once enough slots are free for a worthwhile batch (or all are),
         // not on every finished job: that would make many one-job claims.
         let free = configuration.concurrency - running
-        let threshold = max(1, min(configuration.claimBatch, configuration.concurrency) / 2)
+        let threshold = max(1, min(configuration.claimBatch, configuration.concurrency) / 8)
         if free == threshold || running == 0 { wake.wake() }
     }
 
