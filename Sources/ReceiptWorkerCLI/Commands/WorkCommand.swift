@@ -98,7 +98,7 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
                                       electionInterval: min(2, max(0.2, runtime.options.seconds(Settings.sweepInterval))))
         let endpoint = try OperationsEndpoint.start(listen: runtime.options.string(Settings.metricsListen), registry: registry,
                                                     ready: { worker.isHealthy }, logger: logger)
-        let gauges = DatabaseGauges.start(client: client, registry: registry)
+        let gauges = DatabaseGauges.start(client: client, registry: registry, shouldSample: { maintenance.isLeader })
         let signals = SignalWatcher()
         let signalTask = Task.detached {
             var count = 0
