@@ -107,10 +107,6 @@ public struct AppleJobHandler: JobHandler {
         }
     }
 
-    static let lockTransactionsSQL = """
-        SELECT count(pg_advisory_xact_lock(hashtextextended(t, 0))) FROM (SELECT DISTINCT t FROM unnest($1::text[]) AS t ORDER BY t) AS ids
-        """
-
     /// A StoreKit 2 transaction JWS, verified locally, then settled like a receipt's transaction.
     private func verifySignedTransaction(_ jws: String) -> Verification<SettlementWork> {
         do {
@@ -136,9 +132,15 @@ public struct AppleJobHandler: JobHandler {
         }
         var ledger: [String: LedgerEntry] = [:]
         if !transactionIDs.isEmpty {
-            _ = try await connection.query(Self.lockTransactionsSQL, [transactionIDs])
+            try await store.lockTransactions(transactionIDs, on: connection)
             ledger = try await store.ledgerEntries(transactionIDs, on: connection)
         }
+        // The jobs' own orders, read and locked for the whole batch in one statement.
+        let orderIDs = items.compactMap { item -> String? in
+            if case .transactions = item.work { return item.job.orderID }
+            return nil
+        }
+        var batch = SettlementBatch(ledger: ledger, orders: try await store.orders(ids: orderIDs, on: connection))
         var credited = 0
         var outcomes: [JobOutcome] = []
         outcomes.reserveCapacity(items.count)
@@ -151,13 +153,15 @@ public struct AppleJobHandler: JobHandler {
                 if let id = try await alerts.raise(alert, on: connection) { effects.alerts.append((alert, id)) }
                 outcomes.append(.finish(.attention, "config_error", appleStatus: status, error: detail))
             case .transactions(let receipt):
-                outcomes.append(try await settleTransactions(receipt, job: item.job, ledger: &ledger, effects: &effects, on: connection))
+                outcomes.append(try await settleTransactions(receipt, job: item.job, batch: &batch, effects: &effects, on: connection))
             case .notification(let work):
-                outcomes.append(try await notifications.settle(work, job: item.job, ledger: &ledger, effects: &effects, on: connection))
+                try await batch.flush(store, on: connection) // a refund reads credits from the database
+                outcomes.append(try await notifications.settle(work, job: item.job, batch: &batch, effects: &effects, on: connection))
             }
             credited += effects.credits
             pending.store(effects, for: item.job.id)
         }
+        try await batch.flush(store, on: connection)
         // One NOTIFY per batch: listeners re-read the ledger anyway.
         if credited > 0 { try await store.notifyCredits(credited, on: connection) }
         return outcomes
@@ -183,14 +187,14 @@ public struct AppleJobHandler: JobHandler {
         _ = pending.take(jobIDs)
     }
 
-    private func settleTransactions(_ receipt: VerifiedReceipt, job: ClaimedJob, ledger: inout [String: LedgerEntry],
+    private func settleTransactions(_ receipt: VerifiedReceipt, job: ClaimedJob, batch: inout SettlementBatch,
                                     effects: inout SettlementEffects, on connection: PostgresConnection) async throws -> JobOutcome {
         guard let userID = job.userID else {
             return .finish(.failed, "invalid_receipt", error: "job has no user")
         }
         let results = try await settler.settle(receipt.transactions,
                                                context: .init(jobID: job.id, userID: userID, orderID: job.orderID),
-                                               ledger: &ledger, effects: &effects, on: connection)
+                                               batch: &batch, effects: &effects, on: connection)
         guard !results.isEmpty else { return .finish(.failed, "no_purchase", appleStatus: 0) }
         let (state, outcome) = TransactionResult.jobOutcome(results.map(\.result))
         let summary = results.map { "\($0.transactionID):\($0.result.rawValue)" }.joined(separator: ",")

@@ -32,7 +32,7 @@ struct NotificationSettler: Sendable {
         WHERE transaction_id = $1 AND revoked_at IS NOT NULL RETURNING order_id, user_id
         """
 
-    func settle(_ work: NotificationWork, job: ClaimedJob, ledger: inout [String: LedgerEntry], effects: inout SettlementEffects,
+    func settle(_ work: NotificationWork, job: ClaimedJob, batch: inout SettlementBatch, effects: inout SettlementEffects,
                 on connection: PostgresConnection) async throws -> JobOutcome {
         let transactionIDs = work.transaction.map { [$0.transactionID] } ?? []
         if let uuid = work.uuid {
@@ -46,7 +46,7 @@ struct NotificationSettler: Sendable {
         guard let transaction = work.transaction else { return .finish(.done, "acknowledged") }
         switch work.type {
         case "ONE_TIME_CHARGE":
-            return try await charge(transaction, job: job, ledger: &ledger, effects: &effects, on: connection)
+            return try await charge(transaction, job: job, batch: &batch, effects: &effects, on: connection)
         case "REFUND":
             let rows = try await connection.query(Self.revokeSQL, [transaction.transactionID, transaction.revocationDate,
                                                                   transaction.revocationReason ?? "0"])
@@ -64,10 +64,10 @@ struct NotificationSettler: Sendable {
     }
 
     /// The buyer is known only through the order that carries the transaction's appAccountToken.
-    private func charge(_ transaction: AppleTransaction, job: ClaimedJob, ledger: inout [String: LedgerEntry],
+    private func charge(_ transaction: AppleTransaction, job: ClaimedJob, batch: inout SettlementBatch,
                         effects: inout SettlementEffects, on connection: PostgresConnection) async throws -> JobOutcome {
         let ids = [transaction.transactionID]
-        if ledger[transaction.transactionID] != nil {
+        if batch.ledger[transaction.transactionID] != nil {
             return .finish(.done, "acknowledged", error: "already credited", transactionIDs: ids)
         }
         guard let token = transaction.appAccountToken, let order = try await store.order(appAccountToken: token, on: connection) else {
@@ -79,7 +79,7 @@ struct NotificationSettler: Sendable {
             return .finish(.attention, "paid_not_credited", error: "no order carries this appAccountToken", transactionIDs: ids)
         }
         let results = try await transactions.settle([transaction], context: .init(jobID: job.id, userID: order.userID, orderID: order.orderID),
-                                                    ledger: &ledger, effects: &effects, on: connection)
+                                                    batch: &batch, effects: &effects, on: connection)
         let (state, outcome) = TransactionResult.jobOutcome(results.map(\.result))
         return .finish(state, outcome == "already_credited" ? "acknowledged" : outcome, transactionIDs: ids)
     }

@@ -19,6 +19,17 @@ struct OrderRow: Sendable {
 /// Every SQL statement of settlement, one typed method each. All run on the connection
 /// of the caller's transaction.
 struct SettlementStore: Sendable {
+    static let lockTransactionsSQL = """
+        SELECT count(pg_advisory_xact_lock(hashtextextended(t, 0))) FROM (SELECT DISTINCT t FROM unnest($1::text[]) AS t ORDER BY t) AS ids
+        """
+
+    /// Serialises everyone settling the same Apple transactions (two jobs carrying one
+    /// re-sent receipt, or support crediting by hand) until this transaction ends. Sorted,
+    /// so two holders never wait for each other in opposite orders.
+    func lockTransactions(_ transactionIDs: [String], on connection: PostgresConnection) async throws {
+        _ = try await connection.query(Self.lockTransactionsSQL, [transactionIDs])
+    }
+
     static let ledgerSQL = "SELECT transaction_id, user_id, order_id FROM iap.credits WHERE transaction_id = ANY($1::text[])"
 
     func ledgerEntries(_ transactionIDs: [String], on connection: PostgresConnection) async throws -> [String: LedgerEntry] {
@@ -37,10 +48,14 @@ struct SettlementStore: Sendable {
     /// instead of waiting and then finding this one gone.
     static let oldestOpenOrderSQL = """
         SELECT order_id, user_id, product_id, status FROM iap.orders
-        WHERE user_id = $1 AND product_id = $2 AND status = 'open'
+        WHERE user_id = $1 AND product_id = $2 AND status = 'open' AND order_id <> ALL($3::text[])
         ORDER BY created_at, order_id
         LIMIT 1
         FOR UPDATE SKIP LOCKED
+        """
+    /// The batch's job orders, locked in one statement (in order_id order, as every batch does).
+    static let ordersByIDSQL = """
+        SELECT order_id, user_id, product_id, status FROM iap.orders WHERE order_id = ANY($1::text[]) ORDER BY order_id FOR UPDATE
         """
 
     func order(id: String, on connection: PostgresConnection) async throws -> OrderRow? {
@@ -51,8 +66,20 @@ struct SettlementStore: Sendable {
         try await connection.query(Self.orderByTokenSQL, [appAccountToken]).first.map(Self.decodeOrder)
     }
 
-    func oldestOpenOrder(userID: String, productID: String, on connection: PostgresConnection) async throws -> OrderRow? {
-        try await connection.query(Self.oldestOpenOrderSQL, [userID, productID]).first.map(Self.decodeOrder)
+    /// `excluding`: orders already given a payment earlier in this transaction.
+    func oldestOpenOrder(userID: String, productID: String, excluding: [String],
+                         on connection: PostgresConnection) async throws -> OrderRow? {
+        try await connection.query(Self.oldestOpenOrderSQL, [userID, productID, excluding]).first.map(Self.decodeOrder)
+    }
+
+    func orders(ids: [String], on connection: PostgresConnection) async throws -> [String: OrderRow] {
+        guard !ids.isEmpty else { return [:] }
+        var orders: [String: OrderRow] = [:]
+        for row in try await connection.query(Self.ordersByIDSQL, [Array(Set(ids))]) {
+            let order = try Self.decodeOrder(row)
+            orders[order.orderID] = order
+        }
+        return orders
     }
 
     private static func decodeOrder(_ row: PostgresRow) throws -> OrderRow {
@@ -89,6 +116,34 @@ struct SettlementStore: Sendable {
             throw SettlementError("order \(credit.orderID) could not be marked credited")
         }
         return true
+    }
+
+    static let insertCreditsSQL = """
+        INSERT INTO iap.credits (transaction_id, original_transaction_id, order_id, user_id, product_id, quantity,
+                                 environment, purchased_at, job_id, credited_by)
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[],
+                             $8::timestamptz[], $9::bigint[], $10::text[])
+        ON CONFLICT (transaction_id) DO NOTHING
+        """
+    static let markOrdersCreditedSQL = """
+        UPDATE iap.orders AS o SET status = 'credited', credited_at = now(), transaction_id = u.transaction_id
+        FROM unnest($1::text[], $2::text[]) AS u(order_id, transaction_id)
+        WHERE o.order_id = u.order_id AND o.status = 'open'
+        """
+
+    /// A batch's credits in two statements. Under the batch's transaction locks and order
+    /// locks every row must land; anything else rolls the batch back (and it is retried).
+    func credit(batch credits: [CreditRequest], on connection: PostgresConnection) async throws {
+        guard !credits.isEmpty else { return }
+        let inserted = try await connection.query(Self.insertCreditsSQL, [
+            credits.map(\.transactionID), credits.map(\.originalTransactionID), credits.map(\.orderID), credits.map(\.userID),
+            credits.map(\.productID), credits.map(\.quantity), credits.map(\.environment), credits.map(\.purchasedAt),
+            credits.map { $0.jobID }, credits.map(\.creditedBy),
+        ]).affectedRows
+        let paid = try await connection.query(Self.markOrdersCreditedSQL, [credits.map(\.orderID), credits.map(\.transactionID)]).affectedRows
+        guard inserted == credits.count, paid == credits.count else {
+            throw SettlementError("batch credit wrote \(inserted) ledger rows and \(paid) orders for \(credits.count) payments")
+        }
     }
 
     static let notifyCreditsSQL = "SELECT pg_notify('iap_credits', $1)"

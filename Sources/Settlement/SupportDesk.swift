@@ -82,6 +82,7 @@ public struct SupportDesk: Sendable {
             guard let transactionID = alert.transactionID, let userID = alert.userID, let productID = alert.productID else {
                 throw SupportError.notCreditable("no Apple transaction recorded")
             }
+            try await store.lockTransactions([transactionID], on: connection)
             guard let order = try await store.order(id: orderID, on: connection) else { throw SupportError.orderNotFound(orderID) }
             guard order.userID == userID else { throw SupportError.orderMismatch("order \(orderID) belongs to another user") }
             guard order.productID == productID else {

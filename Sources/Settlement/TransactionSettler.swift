@@ -24,10 +24,9 @@ struct TransactionSettler: Sendable {
     }
 
     /// Settles `transactions` (all from one job) and returns a result per transaction id;
-    /// what must be announced after commit is added to `effects`.
-    /// `ledger` holds the ledger rows of the batch's transactions, read once under the
-    /// transaction locks; credits made here are added so later jobs of the batch see them.
-    func settle(_ transactions: [AppleTransaction], context: Context, ledger: inout [String: LedgerEntry],
+    /// what must be announced after commit is added to `effects`. Credits go into `batch`,
+    /// written for the whole batch at once (`SettlementBatch.write`).
+    func settle(_ transactions: [AppleTransaction], context: Context, batch: inout SettlementBatch,
                 effects: inout SettlementEffects,
                 on connection: PostgresConnection) async throws -> [(transactionID: String, result: TransactionResult)] {
         // The earliest purchase of the job order's product gets the job's order.
@@ -39,29 +38,21 @@ struct TransactionSettler: Sendable {
                 results.append((transaction.transactionID, .refunded))
                 continue
             }
-            if let entry = ledger[transaction.transactionID] {
+            if let entry = batch.ledger[transaction.transactionID] {
                 results.append((transaction.transactionID, try await alreadyInLedger(entry, transaction, context, effects: &effects,
                                                                                        on: connection)))
                 continue
             }
-            let match = try await findOrder(for: transaction, context: context, jobOrderUsed: &jobOrderUsed, on: connection)
+            let match = try await findOrder(for: transaction, context: context, jobOrderUsed: &jobOrderUsed, batch: &batch, on: connection)
             switch match {
             case .order(let order):
-                let request = CreditRequest(
+                batch.credit(CreditRequest(
                     transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
                     orderID: order.orderID, userID: order.userID, productID: transaction.productID, quantity: transaction.quantity,
                     environment: transaction.environment.rawValue, purchasedAt: transaction.purchaseDate, jobID: context.jobID,
-                    creditedBy: "worker")
-                if try await store.credit(request, on: connection) {
-                    effects.credits += 1
-                    ledger[transaction.transactionID] = LedgerEntry(transactionID: transaction.transactionID,
-                                                                    userID: order.userID, orderID: order.orderID)
-                    results.append((transaction.transactionID, .credited))
-                } else {
-                    // Credited by a concurrent job a moment ago: the primary key held.
-                    let entry = try await store.ledgerEntries([transaction.transactionID], on: connection)[transaction.transactionID]
-                    results.append((transaction.transactionID, entry.map { $0.userID == context.userID } == true ? .alreadyCredited : .replayed))
-                }
+                    creditedBy: "worker"))
+                effects.credits += 1
+                results.append((transaction.transactionID, .credited))
             case .none(let reason, let order):
                 let alert = paidNotCredited(transaction, context: context, reason: reason, order: order)
                 if let id = try await alerts.raise(alert, on: connection) { effects.alerts.append((alert, id)) }
@@ -78,22 +69,22 @@ struct TransactionSettler: Sendable {
     }
 
     private func findOrder(for transaction: AppleTransaction, context: Context, jobOrderUsed: inout Bool,
-                           on connection: PostgresConnection) async throws -> Match {
-        // 1. The job's own order, for the transaction of that order's product.
-        if !jobOrderUsed, let orderID = context.orderID, let order = try await store.order(id: orderID, on: connection),
-           order.productID == transaction.productID {
+                           batch: inout SettlementBatch, on connection: PostgresConnection) async throws -> Match {
+        // 1. The job's own order (locked with the batch's), for the transaction of that order's product.
+        if !jobOrderUsed, let orderID = context.orderID, let order = batch.orders[orderID], order.productID == transaction.productID {
             jobOrderUsed = true
             if order.userID != context.userID { return .none(reason: "order_of_another_user", order: order.orderID) }
-            if order.status == "open" { return .order(order) }
+            if batch.isOpen(order) { return .order(order) }
         }
         // 2. The order that carries the transaction's appAccountToken.
         if let token = transaction.appAccountToken, let order = try await store.order(appAccountToken: token, on: connection) {
             if order.userID != context.userID { return .none(reason: "order_of_another_user", order: order.orderID) }
             if order.productID != transaction.productID { return .none(reason: "order_of_another_product", order: order.orderID) }
-            if order.status == "open" { return .order(order) }
+            if batch.isOpen(order) { return .order(order) }
         }
         // 3. The user's oldest open order for the product (the order id was lost on the device).
-        if let order = try await store.oldestOpenOrder(userID: context.userID, productID: transaction.productID, on: connection) {
+        if let order = try await store.oldestOpenOrder(userID: context.userID, productID: transaction.productID,
+                                                       excluding: Array(batch.assigned), on: connection) {
             return .order(order)
         }
         return .none(reason: "no_open_order", order: context.orderID)
@@ -150,4 +141,35 @@ struct SettlementEffects: Sendable {
     var notifications: [String] = []
 
     var isEmpty: Bool { credits == 0 && alerts.isEmpty && revoked.isEmpty && notifications.isEmpty }
+}
+
+/// What one settlement transaction has read and decided so far: the ledger rows and job
+/// orders read once for the whole batch (under the transaction locks and row locks), the
+/// orders assigned in this batch, and the credits to write, all in two statements at the end.
+struct SettlementBatch: Sendable {
+    var ledger: [String: LedgerEntry]
+    var orders: [String: OrderRow]
+    private(set) var assigned: Set<String> = []
+    private(set) var credits: [CreditRequest] = []
+
+    init(ledger: [String: LedgerEntry], orders: [String: OrderRow]) {
+        self.ledger = ledger
+        self.orders = orders
+    }
+
+    /// Open in the database and not yet given a payment by this batch.
+    func isOpen(_ order: OrderRow) -> Bool { order.status == "open" && !assigned.contains(order.orderID) }
+
+    /// Writes the credits decided so far (before anything that reads the ledger from the
+    /// database, such as a refund in the same batch) and at the end of the batch.
+    mutating func flush(_ store: SettlementStore, on connection: PostgresConnection) async throws {
+        try await store.credit(batch: credits, on: connection)
+        credits.removeAll()
+    }
+
+    mutating func credit(_ request: CreditRequest) {
+        credits.append(request)
+        assigned.insert(request.orderID)
+        ledger[request.transactionID] = LedgerEntry(transactionID: request.transactionID, userID: request.userID, orderID: request.orderID)
+    }
 }
