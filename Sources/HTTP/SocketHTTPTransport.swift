@@ -12,7 +12,9 @@ public final class SocketHTTPTransport: HTTPTransport {
         public var idleTimeout: Duration
         public var maxResponseBodyBytes: Int
 
-        public init(maxIdleConnectionsPerHost: Int = 256, idleTimeout: Duration = .seconds(30),
+        /// Idle connections kept per host: a worker with thousands of verifications in flight
+        /// reuses them all instead of reconnecting most of them on every wave.
+        public init(maxIdleConnectionsPerHost: Int = 4_096, idleTimeout: Duration = .seconds(30),
                     maxResponseBodyBytes: Int = 16 * 1024 * 1024) {
             self.maxIdleConnectionsPerHost = maxIdleConnectionsPerHost
             self.idleTimeout = idleTimeout
