@@ -76,7 +76,7 @@ enum HTTPHead {
     /// Content-Length, if present. Repeated values must agree; anything but digits is malformed.
     static func contentLength(_ headers: HTTPHeaderFields) throws(Malformed) -> Int? {
         var result: Int?
-        for field in headers where field.name.caseInsensitiveCompare("Content-Length") == .orderedSame {
+        for field in headers where field.name.equalsIgnoringASCIICase("Content-Length") {
             for part in field.value.split(separator: ",", omittingEmptySubsequences: false) {
                 let digits = part.trimmingWhitespace
                 guard !digits.isEmpty, digits.count <= 18, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
@@ -92,9 +92,9 @@ enum HTTPHead {
     /// Whether a comma-separated header (Connection, Transfer-Encoding) lists `token`.
     static func hasToken(_ headers: HTTPHeaderFields, _ name: String, _ token: String) -> Bool {
         headers.contains { field in
-            field.name.caseInsensitiveCompare(name) == .orderedSame &&
+            field.name.equalsIgnoringASCIICase(name) &&
                 field.value.split(separator: ",").contains {
-                    $0.trimmingWhitespace.caseInsensitiveCompare(token) == .orderedSame
+                    $0.trimmingWhitespace.equalsIgnoringASCIICase(token)
                 }
         }
     }

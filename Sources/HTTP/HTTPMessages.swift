@@ -6,7 +6,7 @@ public typealias HTTPHeaderFields = [(name: String, value: String)]
 extension Array where Element == (name: String, value: String) {
     /// The first value of `name`, compared case-insensitively.
     func firstValue(_ name: String) -> String? {
-        first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 }
 
@@ -106,5 +106,16 @@ enum HTTPStatus {
     /// 1xx, 204 and 304 never carry a body (nor, for 1xx/204, a Content-Length).
     static func forbidsBody(_ status: Int) -> Bool {
         status < 200 || status == 204 || status == 304
+    }
+}
+
+extension StringProtocol {
+    /// ASCII case-insensitive equality. Header names and tokens are ASCII; Foundation's
+    /// locale-aware compare showed up in profiles on the request path.
+    func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
+        let left = utf8, right = other.utf8
+        guard left.count == right.count else { return false }
+        func fold(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte + 32 : byte }
+        return zip(left, right).allSatisfy { fold($0) == fold($1) }
     }
 }
