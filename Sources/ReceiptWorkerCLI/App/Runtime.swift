@@ -14,8 +14,13 @@ struct Runtime: Sendable {
         let level = LogLevel(parsing: options.string(Settings.logLevel) ?? "info") ?? .info
         let format = LogFormat(parsing: options.string(Settings.logFormat) ?? "logfmt") ?? .logfmt
         var known = secrets
-        for setting in [Settings.sharedSecret, Settings.ingestToken, Settings.databaseURL, Settings.alertWebhookURL] {
+        for setting in [Settings.databaseURL, Settings.alertWebhookURL] {
             if let value = options.string(setting) { known.append(value) }
+        }
+        // Secrets given directly or through their *_FILE setting; an unreadable file is
+        // reported by the command that needs it, not here.
+        for (setting, file) in [(Settings.sharedSecret, Settings.sharedSecretFile), (Settings.ingestToken, Settings.ingestTokenFile)] {
+            if let value = try? options.secret(setting, file: file) { known.append(value) }
         }
         logger = Logger(minimumLevel: level, format: format, sink: StandardOutputSink(), redactor: Redactor(secrets: known))
     }

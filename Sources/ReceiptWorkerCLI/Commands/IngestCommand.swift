@@ -34,8 +34,6 @@ enum IngestCommand {
         guard let token = try options.secret(Settings.ingestToken, file: Settings.ingestTokenFile) else {
             throw UsageError("INGEST_TOKEN is not set (or pass --ingest-token, or set INGEST_TOKEN_FILE): the HTTP API needs it")
         }
-        // A token read from INGEST_TOKEN_FILE is unknown to the default logger's redactor.
-        let runtime = Runtime(options: options, environment: runtime.environment, secrets: [token])
         let logger = runtime.logger
         let listen = try options.require(Settings.ingestListen)
         let configuration: IngestServer.Configuration
