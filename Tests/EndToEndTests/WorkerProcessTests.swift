@@ -23,12 +23,7 @@ final class WorkerProcessTests: XCTestCase {
     }
 
     func eventually(_ seconds: Double = 60, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return false
+        try await TestSupport.eventually(seconds, every: .milliseconds(100), condition)
     }
 
     /// job_id values of one event across the given logs.

@@ -56,11 +56,6 @@ struct QueueFixture {
 
     /// Polls `condition` until true or `seconds` pass.
     func eventually(_ seconds: Double = 30, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return false
+        try await TestSupport.eventually(seconds, condition)
     }
 }
