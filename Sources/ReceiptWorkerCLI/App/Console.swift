@@ -17,4 +17,7 @@ enum Console {
         guard isatty(STDERR_FILENO) == 1 else { return }
         FileHandle.standardError.write(Data("\n".utf8))
     }
+
+    /// Timestamps in tables and JSON for people: ISO 8601, UTC.
+    static func timestamp(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }
 }

@@ -72,7 +72,7 @@ enum AlertListing {
         let header = ["id", "kind", "state", "user", "order", "product", "transaction", "reason", "first seen"]
         let rows = alerts.map { alert in
             [String(alert.id), alert.kind, alert.state, alert.userID ?? "-", alert.orderID ?? "-", alert.productID ?? "-",
-             alert.transactionID ?? "-", alert.reason, ISO8601DateFormatter().string(from: alert.firstSeenAt)]
+             alert.transactionID ?? "-", alert.reason, Console.timestamp(alert.firstSeenAt)]
         }
         return TextTable.render(header: header, rows: rows)
     }
@@ -80,14 +80,14 @@ enum AlertListing {
     static func json(_ alerts: [AlertRecord]) -> String {
         let objects: [[String: Any]] = alerts.map { alert in
             var object: [String: Any] = ["id": alert.id, "kind": alert.kind, "state": alert.state, "reason": alert.reason,
-                                         "first_seen_at": ISO8601DateFormatter().string(from: alert.firstSeenAt)]
+                                         "first_seen_at": Console.timestamp(alert.firstSeenAt)]
             object["details"] = (try? JSONSerialization.jsonObject(with: Data(alert.detailsJSON.utf8))) ?? [:]
             for (key, value) in [("transaction_id", alert.transactionID), ("user_id", alert.userID), ("order_id", alert.orderID),
                                  ("product_id", alert.productID), ("resolution", alert.resolution)] {
                 if let value { object[key] = value }
             }
             if let job = alert.jobID { object["job_id"] = job }
-            if let resolved = alert.resolvedAt { object["resolved_at"] = ISO8601DateFormatter().string(from: resolved) }
+            if let resolved = alert.resolvedAt { object["resolved_at"] = Console.timestamp(resolved) }
             return object
         }
         let data = (try? JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])) ?? Data("[]".utf8)

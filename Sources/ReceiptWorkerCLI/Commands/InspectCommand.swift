@@ -44,7 +44,7 @@ enum InspectCommand {
             Console.print("JWS header: alg=\(jws.header.alg ?? "-") x5c=\(jws.header.x5c?.count ?? 0) certificate(s)")
             for (index, encoded) in (jws.header.x5c ?? []).enumerated() {
                 if let der = Data(base64Encoded: encoded), let certificate = try? X509Certificate(der: Array(der)) {
-                    let validity = "\(certificate.notBefore.map(iso) ?? "?") .. \(certificate.notAfter.map(iso) ?? "?")"
+                    let validity = "\(certificate.notBefore.map(Console.timestamp) ?? "?") .. \(certificate.notAfter.map(Console.timestamp) ?? "?")"
                     Console.print("  [\(index)] \(certificate.subject)  valid \(validity)")
                 }
             }
@@ -109,5 +109,4 @@ enum InspectCommand {
         return 0
     }
 
-    private static func iso(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }
 }
