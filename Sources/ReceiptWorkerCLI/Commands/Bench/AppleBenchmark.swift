@@ -22,11 +22,14 @@ struct AppleBenchmark {
             BenchReport.line("apple", "latency_0", ["verified_credited_per_s": BenchReport.figure(fast.rate), "receipts": "\(fastCount)", "concurrency": "256",
                                  "worker_peak_rss_mb": BenchReport.figure(fast.rssMiB), "target_per_s": "3000"])
 
-            let slowCount = 12_000
+            // Twelve 3 s waves: the first wave's 2,000 connects and the last wave's settlement are
+            // one-off costs that a six-wave run would count as a sixth of the throughput.
+            let slowCount = 24_000
             let slow = try await measure(client, url: url, count: slowCount, latency: SimLatency(.seconds(3)), concurrency: 2_000,
                                          claimBatch: 500, tag: "slow")
             BenchReport.line("apple", "latency_3s", ["verified_credited_per_s": BenchReport.figure(slow.rate), "receipts": "\(slowCount)", "concurrency": "2000",
-                                  "worker_peak_rss_mb": BenchReport.figure(slow.rssMiB), "target_per_s": "600", "rss_target_mb": "300"])
+                                  "worker_peak_rss_mb": BenchReport.figure(slow.rssMiB), "ceiling_per_s": "667", "target_per_s": "600",
+                                  "rss_target_mb": "300"])
             await client.close()
             return 0
         }
