@@ -38,43 +38,36 @@ public struct EnqueueResult: Sendable, Equatable {
     public var created: Bool
 }
 
-/// The ingest API's SQL, each statement in one place. Enqueue goes through the `iap.enqueue_*`
-/// functions (the same path as the web tier), in autocommit: when the call returns, the job is
-/// committed, so the 202 is never sent for a job that could still roll back.
+/// The ingest API's database side. Enqueue goes through `iap.enqueue_jobs` (the function
+/// behind the web tier's `iap.enqueue_*`), grouped by `EnqueueBatcher`: when a call returns,
+/// its job is committed, so the 202 is never sent for a job that could still roll back.
 public struct JobStore: Sendable {
-    // The function runs in an OFFSET 0 subquery, so the outer column is evaluated after it: a
-    // transaction id is assigned only when the function inserted a row, which tells a new job from
-    // an existing one without a second round trip.
-    static let enqueueReceiptSQL = """
-        SELECT job_id, pg_current_xact_id_if_assigned() IS NOT NULL AS created
-        FROM (SELECT iap.enqueue_receipt($1, $2, $3, $4) AS job_id OFFSET 0) AS enqueued
-        """
-    static let enqueueTransactionSQL = """
-        SELECT job_id, pg_current_xact_id_if_assigned() IS NOT NULL AS created
-        FROM (SELECT iap.enqueue_transaction($1, $2, $3) AS job_id OFFSET 0) AS enqueued
-        """
-    static let enqueueNotificationSQL = """
-        SELECT job_id, pg_current_xact_id_if_assigned() IS NOT NULL AS created
-        FROM (SELECT iap.enqueue_notification($1) AS job_id OFFSET 0) AS enqueued
-        """
     static let jobStatusSQL = """
         SELECT id, state, outcome, order_id, transaction_ids FROM iap.jobs WHERE id = $1
         """
 
     public let client: PostgresClient
+    private let batcher: EnqueueBatcher
 
-    public init(client: PostgresClient) { self.client = client }
+    public init(client: PostgresClient) {
+        self.client = client
+        batcher = EnqueueBatcher(client: client)
+    }
 
     public func enqueue(_ receipt: ReceiptSubmission) async throws -> EnqueueResult {
-        try await enqueue(Self.enqueueReceiptSQL, [receipt.userID, receipt.orderID, receipt.receiptData, receipt.productID])
+        try await batcher.enqueue(JobInsert(kind: .receipt, userID: receipt.userID, orderID: Self.absentIfEmpty(receipt.orderID),
+                                            productID: Self.absentIfEmpty(receipt.productID), payload: receipt.receiptData))
     }
 
     public func enqueue(_ transaction: TransactionSubmission) async throws -> EnqueueResult {
-        try await enqueue(Self.enqueueTransactionSQL, [transaction.userID, transaction.orderID, transaction.signedTransaction])
+        try await batcher.enqueue(JobInsert(kind: .signedTransaction, userID: transaction.userID,
+                                            orderID: Self.absentIfEmpty(transaction.orderID), productID: nil,
+                                            payload: transaction.signedTransaction))
     }
 
     public func enqueue(_ notification: NotificationSubmission) async throws -> EnqueueResult {
-        try await enqueue(Self.enqueueNotificationSQL, [notification.signedPayload])
+        try await batcher.enqueue(JobInsert(kind: .notification, userID: nil, orderID: nil, productID: nil,
+                                            payload: notification.signedPayload))
     }
 
     /// nil when there is no such job.
@@ -85,11 +78,8 @@ public struct JobStore: Sendable {
                          transactionIDs: try row.decode([String].self, "transaction_ids"))
     }
 
-    // Safe to repeat (PostgresClient retries once on a lost connection): enqueue is idempotent.
-    private func enqueue(_ sql: String, _ binds: [any PostgresEncodable]) async throws -> EnqueueResult {
-        guard let row = try await client.query(sql, binds).first else {
-            throw PostgresError(kind: .client, message: "enqueue returned no row")
-        }
-        return EnqueueResult(jobID: try row.decode(Int64.self, "job_id"), created: try row.decode(Bool.self, "created"))
+    /// As `iap.enqueue_receipt` does (`nullif`): an empty id is no id, so both dedupe alike.
+    private static func absentIfEmpty(_ text: String?) -> String? {
+        text.flatMap { $0.isEmpty ? nil : $0 }
     }
 }
