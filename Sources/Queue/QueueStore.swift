@@ -46,9 +46,13 @@ public struct QueueStore: Sendable {
         }.sorted { $0.id < $1.id }
     }
 
+    // The lease holder alone says a job is still this worker's (migration 0006 ties a lease to
+    // state 'running'). Written without `state = 'running'` on purpose: with it, the planner may
+    // read every running job through jobs_running_lease and hash-join them, a cost that grows
+    // with the fleet's concurrency instead of the batch; without it, only the primary key fits.
     static let lockOwnedSQL = """
         SELECT id FROM iap.jobs
-        WHERE id = ANY($1::bigint[]) AND state = 'running' AND leased_by = $2 AND lease_expires_at > now()
+        WHERE id = ANY($1::bigint[]) AND leased_by = $2 AND lease_expires_at > now()
         FOR UPDATE
         """
 
@@ -71,7 +75,7 @@ public struct QueueStore: Sendable {
             lease_expires_at = NULL
         FROM unnest($1::bigint[], $2::text[], $3::text[], $4::float8[], $5::int[], $6::text[], $7::jsonb[])
              AS u(id, state, outcome, delay, apple_status, last_error, txids)
-        WHERE j.id = u.id AND j.state = 'running' AND j.leased_by = $8 AND j.lease_expires_at > now()
+        WHERE j.id = u.id AND j.leased_by = $8 AND j.lease_expires_at > now()
         RETURNING j.id
         """
 
@@ -102,7 +106,7 @@ public struct QueueStore: Sendable {
     static let releaseSQL = """
         UPDATE iap.jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
             leased_by = NULL, lease_expires_at = NULL
-        WHERE id = ANY($1::bigint[]) AND state = 'running' AND leased_by = $2
+        WHERE id = ANY($1::bigint[]) AND leased_by = $2
         """
 
     /// Graceful shutdown: hands unfinished jobs back without burning the attempt.

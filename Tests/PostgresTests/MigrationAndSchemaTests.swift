@@ -114,4 +114,27 @@ final class MigrationAndSchemaTests: XCTestCase {
         XCTAssertEqual(ids.count, 1)
         await client.close()
     }
+
+    /// Completion finds its jobs by lease holder alone; the schema guarantees that a lease
+    /// means 'running' and 'running' means a lease.
+    func testALeaseExistsExactlyWhileAJobRuns() async throws {
+        let client = PostgresClient(conninfo: try await TestDatabase.fresh(), maxConnections: 1)
+        let id = try await client.query("SELECT iap.enqueue_receipt('u', 'o', 'UkVDRUlQVA==')")[0].decode(Int.self, at: 0)
+        for (sql, label) in [
+            ("UPDATE iap.jobs SET state = 'running' WHERE id = $1", "running without a lease"),
+            ("UPDATE iap.jobs SET leased_by = 'w', lease_expires_at = now() WHERE id = $1", "a lease while queued"),
+            ("UPDATE iap.jobs SET state = 'running', leased_by = 'w' WHERE id = $1", "a lease without an expiry"),
+        ] {
+            do {
+                _ = try await client.query(sql, [id])
+                XCTFail("\(label) must be refused")
+            } catch let error as PostgresError {
+                XCTAssertEqual(error.sqlState, "23514", label)
+            }
+        }
+        let leased = try await client.query(
+            "UPDATE iap.jobs SET state = 'running', leased_by = 'w', lease_expires_at = now() WHERE id = $1", [id])
+        XCTAssertEqual(leased.affectedRows, 1)
+        await client.close()
+    }
 }
