@@ -125,10 +125,18 @@ struct SettlementStore: Sendable {
                              $8::timestamptz[], $9::bigint[], $10::text[])
         ON CONFLICT (transaction_id) DO NOTHING
         """
+    /// Orders by primary key first, their status tested after: with `status = 'open'` in the
+    /// scan's WHERE the planner may read every open order (abandoned purchases included)
+    /// through orders_open_by_user_product and hash-join them.
     static let markOrdersCreditedSQL = """
-        UPDATE iap.orders AS o SET status = 'credited', credited_at = now(), transaction_id = u.transaction_id
-        FROM unnest($1::text[], $2::text[]) AS u(order_id, transaction_id)
-        WHERE o.order_id = u.order_id AND o.status = 'open'
+        WITH target AS MATERIALIZED (
+            SELECT o.order_id, o.status, u.transaction_id
+            FROM iap.orders AS o JOIN unnest($1::text[], $2::text[]) AS u(order_id, transaction_id) ON o.order_id = u.order_id
+            FOR UPDATE OF o
+        )
+        UPDATE iap.orders AS o SET status = 'credited', credited_at = now(), transaction_id = t.transaction_id
+        FROM target AS t
+        WHERE o.order_id = t.order_id AND t.status = 'open'
         """
 
     /// A batch's credits in two statements. Under the batch's transaction locks and order
