@@ -32,9 +32,9 @@ final class SimEngine: Sendable {
     // MARK: verifyReceipt
 
     func verify(_ request: HTTPRequest, endpoint: SimVerifyResponder.Endpoint) async -> HTTPResponse {
-        let now = ContinuousClock.now
+        let arrival = ContinuousClock.now
         let plan = state.withLock { s -> Plan in
-            if let window = s.outageWindow, window.contains(now) {
+            if let window = s.outageWindow, window.contains(arrival) {
                 s.stats.record(endpoint: endpoint.rawValue, result: "outage")
                 return .outage
             }
@@ -48,7 +48,10 @@ final class SimEngine: Sendable {
         guard case .proceed(let fault, let latency) = plan else {
             return .text(status: 503, "Service Unavailable (simulated outage)")
         }
-        if latency > .zero { try? await Task.sleep(for: latency) }
+        // The answer is worked out on arrival and sent `latency` after arrival: a wave of
+        // requests whose sleeps end together must not also queue behind each other's JSON work.
+        let answer = SimVerifyResponder.answer(request.body, endpoint: endpoint, sharedSecret: sharedSecret)
+        if latency > .zero { try? await Task.sleep(until: arrival + latency, clock: .continuous) }
 
         let result: String
         let response: HTTPResponse
@@ -64,7 +67,7 @@ final class SimEngine: Sendable {
         case .httpError(let status):
             (result, response) = ("http_\(status)", .text(status: status, "simulated server error"))
         case .malformed:
-            let body = SimVerifyResponder.answer(request.body, endpoint: endpoint, sharedSecret: sharedSecret).body
+            let body = answer.body
             (result, response) = ("malformed", .json(status: 200, Array(body.prefix(max(1, body.count / 2)))))
         case .status21005:
             (result, response) = ("status_21005", .json(status: 200, Array(#"{"status":21005}"#.utf8)))
@@ -72,7 +75,6 @@ final class SimEngine: Sendable {
             let key = hyphenated ? "is-retryable" : "is_retryable"
             (result, response) = ("status_21199", .json(status: 200, Array(#"{"status":21199,"\#(key)":true}"#.utf8)))
         case nil:
-            let answer = SimVerifyResponder.answer(request.body, endpoint: endpoint, sharedSecret: sharedSecret)
             answered = answer
             (result, response) = (answer.status == 0 ? "ok" : "status_\(answer.status)", .json(status: 200, answer.body))
         }
