@@ -1,18 +1,27 @@
 /// The text form of one-dimensional arrays (`{1,2,"a b",NULL}`), both ways.
 enum PostgresArrayLiteral {
-    static func encode(_ items: [String?]) -> String {
-        var out = "{"
+    /// UTF-8 bytes, built directly: completion and settlement bind arrays of hundreds of
+    /// values per statement, and appending scalar by scalar to a String cost more than the SQL.
+    static func encode(_ items: [String?]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(items.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
+        out.append(UInt8(ascii: "{"))
         for (index, item) in items.enumerated() {
-            if index > 0 { out += "," }
-            guard let item else { out += "NULL"; continue }
-            out += "\""
-            for ch in item.unicodeScalars {
-                if ch == "\"" || ch == "\\" { out += "\\" }
-                out.unicodeScalars.append(ch)
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            guard let item else {
+                out.append(contentsOf: "NULL".utf8)
+                continue
             }
-            out += "\""
+            out.append(UInt8(ascii: "\""))
+            for byte in item.utf8 {
+                // Both are ASCII, so they never occur inside a multibyte UTF-8 sequence.
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+                out.append(byte)
+            }
+            out.append(UInt8(ascii: "\""))
         }
-        return out + "}"
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// Parses the server's output for a one-dimensional array.

@@ -11,6 +11,11 @@ public struct PostgresBind: Sendable {
         self.bytes = text.map { Array($0.utf8) }
         self.format = .text
     }
+    /// Text format from bytes that are already UTF-8.
+    init(utf8Text: [UInt8]) {
+        self.bytes = utf8Text
+        self.format = .text
+    }
     public init(binary: [UInt8]) {
         self.bytes = binary
         self.format = .binary
@@ -52,7 +57,7 @@ extension Data: PostgresEncodable {
     public var postgresBind: PostgresBind { PostgresBind(binary: Array(self)) }
 }
 extension Array: PostgresEncodable where Element: PostgresArrayElement {
-    public var postgresBind: PostgresBind { PostgresBind(text: PostgresArrayLiteral.encode(self.map(\.arrayLiteralItem))) }
+    public var postgresBind: PostgresBind { PostgresBind(utf8Text: PostgresArrayLiteral.encode(self.map(\.arrayLiteralItem))) }
 }
 extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
     public var postgresBind: PostgresBind { self?.postgresBind ?? .null }

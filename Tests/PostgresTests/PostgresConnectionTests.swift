@@ -13,7 +13,7 @@ final class PostgresConnectionTests: XCTestCase {
         let rows = try await connection.query(
             "SELECT $1::text, $2::bigint, $3::int, $4::bool, $5::timestamptz, $6::uuid, $7::bytea, $8::jsonb, $9::bigint[], $10::text[], $11::text",
             ["héllo 世界 'quoted' \\", Int(9_007_199_254_740_993), Int32(-7), true, date, token, blob,
-             PostgresJSON(text: #"{"a": [1, "x"]}"#), [1, 2, 3], ["a b", "c,d", "e\"f", "", "NULL"], String?.none])
+             PostgresJSON(text: #"{"a": [1, "x"]}"#), [1, 2, 3], ["a b", "c,d", "e\"f", "", "NULL", "\\", "{x}", "héllo 世界 \\\"🙂"], String?.none])
         let row = try XCTUnwrap(rows.first)
         XCTAssertEqual(try row.decode(String.self, at: 0), "héllo 世界 'quoted' \\")
         XCTAssertEqual(try row.decode(Int.self, at: 1), 9_007_199_254_740_993)
@@ -24,7 +24,12 @@ final class PostgresConnectionTests: XCTestCase {
         XCTAssertEqual(try row.decode(Data.self, at: 6), blob)
         XCTAssertEqual(try row.decode(PostgresJSON.self, at: 7).text, #"{"a": [1, "x"]}"#)
         XCTAssertEqual(try row.decode([Int].self, at: 8), [1, 2, 3])
-        XCTAssertEqual(try row.decode([String].self, at: 9), ["a b", "c,d", "e\"f", "", "NULL"])
+        XCTAssertEqual(try row.decode([String].self, at: 9), ["a b", "c,d", "e\"f", "", "NULL", "\\", "{x}", "héllo 世界 \\\"🙂"])
+        let withNulls = try await connection.query("SELECT array_length($1::text[], 1), $1::text[] IS NULL, ($1::text[])[2] IS NULL",
+                                                   [["a", nil, "c"] as [String?]])
+        XCTAssertEqual(try withNulls[0].decode(Int.self, at: 0), 3)
+        XCTAssertEqual(try withNulls[0].decode(Bool.self, at: 1), false)
+        XCTAssertEqual(try withNulls[0].decode(Bool.self, at: 2), true)
         XCTAssertNil(try row.decode(String?.self, at: 10))
         XCTAssertThrowsError(try row.decode(String.self, at: 10))
         await connection.close()
