@@ -6,14 +6,14 @@ import Foundation
 /// to build, and every receipt answer carries several of these dates.
 public enum AppleDates {
     public static func fromMilliseconds(_ text: String?) -> Date? {
-        guard let text = text?.trimmingCharacters(in: .whitespaces), !text.isEmpty,
+        guard let text = text?.trimmingWhitespace, !text.isEmpty,
               let ms = Double(text), ms.isFinite, ms >= 0 else { return nil }
         return Date(timeIntervalSince1970: ms / 1000)
     }
 
     /// "yyyy-MM-dd HH:mm:ss" in UTC, with an optional " Etc/GMT", " GMT" or " UTC" suffix.
     public static func fromAppleString(_ text: String?) -> Date? {
-        guard var text = text?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        guard var text = text?.trimmingWhitespace, !text.isEmpty else { return nil }
         for suffix in [" Etc/GMT", " GMT", " UTC"] where text.hasSuffix(suffix) {
             text.removeLast(suffix.count)
         }

@@ -6,7 +6,9 @@ import Foundation
 extension KeyedDecodingContainer {
     /// A string, or a number / bool rendered as text.
     func lenientString(_ key: Key) -> String? {
-        if let s = try? decodeIfPresent(String.self, forKey: key) { return s }
+        // Absent and null end here, before four failed typed reads each build a DecodingError.
+        guard contains(key), (try? decodeNil(forKey: key)) == false else { return nil }
+        if let s = try? decode(String.self, forKey: key) { return s }
         if let i = try? decodeIfPresent(Int64.self, forKey: key) { return String(i) }
         if let d = try? decodeIfPresent(Double.self, forKey: key) {
             return d == d.rounded() && abs(d) < 1e18 ? String(Int64(d)) : String(d)
@@ -17,7 +19,7 @@ extension KeyedDecodingContainer {
 
     /// An integer given as a number or as a numeric string.
     func lenientInt(_ key: Key) -> Int? {
-        lenientString(key).flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        lenientString(key).flatMap { Int($0.trimmingWhitespace) }
     }
 
     /// true/false, "true"/"false", 1/0 or "1"/"0".

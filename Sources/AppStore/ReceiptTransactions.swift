@@ -44,7 +44,7 @@ enum ReceiptTransactions {
     }
 
     private static func nonEmpty(_ s: String?) -> String? {
-        guard let t = s?.trimmingCharacters(in: .whitespaces), !t.isEmpty else { return nil }
+        guard let t = s?.trimmingWhitespace, !t.isEmpty else { return nil }
         return t
     }
 }

@@ -44,6 +44,19 @@ final class AppleReceiptClientTests: XCTestCase {
         XCTAssertEqual(t.purchaseDate, Date(timeIntervalSince1970: 1_763_700_000))
     }
 
+    func testNullsAndPaddedValuesReadLikeAbsentAndTrimmed() async throws {
+        let verdict = try await verify(Fixtures.receipt(status: " 0 ", inApp: [
+            ["transaction_id": " 3000000002 ", "product_id": "gems", "quantity": NSNull(), "purchase_date_ms": NSNull(),
+             "purchase_date": " 2025-11-21 04:40:00 Etc/GMT ", "cancellation_date": NSNull(), "app_account_token": NSNull()],
+        ]))
+        let t = try XCTUnwrap(verdict.receipt?.transactions.first)
+        XCTAssertEqual(t.transactionID, "3000000002")
+        XCTAssertEqual(t.quantity, 1)
+        XCTAssertEqual(t.purchaseDate, Date(timeIntervalSince1970: 1_763_700_000))
+        XCTAssertNil(t.appAccountToken)
+        XCTAssertFalse(t.isRevoked)
+    }
+
     func testEveryStatusClass() async throws {
         let expectations: [(Int, String)] = [
             (21000, "rejected:invalid_receipt"), (21003, "rejected:invalid_receipt"), (21010, "rejected:invalid_receipt"),
