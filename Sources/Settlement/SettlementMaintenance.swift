@@ -95,12 +95,18 @@ public struct JobRetention: MaintenanceTask {
         self.logger = logger
     }
 
+    /// One branch per finished state, so each walks its own partial index (jobs_done, jobs_failed).
     static let deleteSQL = """
         DELETE FROM iap.jobs WHERE id IN (
-            SELECT j.id FROM iap.jobs j
-            WHERE j.state IN ('done', 'failed') AND j.finished_at < now() - make_interval(secs => $1)
-              AND NOT EXISTS (SELECT 1 FROM iap.alerts a WHERE a.job_id = j.id AND a.state = 'open')
-            LIMIT 10000)
+            (SELECT j.id FROM iap.jobs j
+             WHERE j.state = 'done' AND j.finished_at < now() - make_interval(secs => $1)
+               AND NOT EXISTS (SELECT 1 FROM iap.alerts a WHERE a.job_id = j.id AND a.state = 'open')
+             LIMIT 10000)
+            UNION ALL
+            (SELECT j.id FROM iap.jobs j
+             WHERE j.state = 'failed' AND j.finished_at < now() - make_interval(secs => $1)
+               AND NOT EXISTS (SELECT 1 FROM iap.alerts a WHERE a.job_id = j.id AND a.state = 'open')
+             LIMIT 10000))
         """
 
     public func run() async throws {

@@ -169,6 +169,33 @@ final class QueueEngineTests: XCTestCase {
         await fixture.client.close()
     }
 
+    func testStatisticsCountLiveStatesAndEstimateFinishedOnesPastTheLimit() async throws {
+        let fixture = try await QueueFixture.make()
+        try await fixture.enqueue(40)
+        // 3 running, 2 attention, 25 done, 4 failed; 6 stay queued.
+        _ = try await fixture.client.query("""
+            UPDATE iap.jobs SET state = CASE WHEN rn <= 3 THEN 'running' WHEN rn <= 5 THEN 'attention'
+                                             WHEN rn <= 30 THEN 'done' ELSE 'failed' END,
+                leased_by = CASE WHEN rn <= 3 THEN 'w' END, lease_expires_at = CASE WHEN rn <= 3 THEN now() + interval '1 minute' END,
+                finished_at = CASE WHEN rn > 3 THEN now() END
+            FROM (SELECT id, row_number() OVER (ORDER BY id) AS rn FROM iap.jobs) AS numbered
+            WHERE iap.jobs.id = numbered.id AND numbered.rn <= 34
+            """)
+        let exact = try await QueueStatistics.snapshot(fixture.client)
+        XCTAssertEqual(exact.jobsByState, ["queued": 6, "running": 3, "retrying": 0, "timed_out": 0, "done": 25, "failed": 4, "attention": 2])
+        XCTAssertEqual(exact.estimatedStates, [])
+        XCTAssertGreaterThan(exact.oldestQueuedAgeSeconds, 0)
+
+        // Past the limit a finished state is the index's estimate (after ANALYZE, exact here).
+        _ = try await fixture.client.query("ANALYZE iap.jobs")
+        let capped = try await QueueStatistics.snapshot(fixture.client, exactFinishedLimit: 10)
+        XCTAssertEqual(capped.jobsByState["done"], 25)
+        XCTAssertEqual(capped.estimatedStates, ["done"])
+        XCTAssertEqual(capped.jobsByState["failed"], 4)
+        XCTAssertEqual(capped.jobsByState["queued"], 6, "live states are always counted")
+        await fixture.client.close()
+    }
+
     func testRetryPolicies() {
         let exponential = RetryPolicy.exponential(base: 1, cap: 10)
         XCTAssertEqual(exponential.delay(afterAttempt: 1, random: { $0.upperBound }), 1)

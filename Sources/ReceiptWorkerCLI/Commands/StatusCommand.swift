@@ -29,7 +29,10 @@ struct StatusReport {
     }
 
     func text() -> String {
-        let jobs = QueueSnapshot.states.map { "\($0)=\(queue.jobsByState[$0] ?? 0)" }.joined(separator: " ")
+        // "~" marks a finished state given as the planner's estimate (too many to count each time).
+        let jobs = QueueSnapshot.states.map { state in
+            "\(state)=\(queue.estimatedStates.contains(state) ? "~" : "")\(queue.jobsByState[state] ?? 0)"
+        }.joined(separator: " ")
         let alerts = AlertStatistics.kinds.map { "\($0)=\(openAlerts[$0] ?? 0)" }.joined(separator: " ")
         return """
             jobs:         \(jobs)
@@ -41,6 +44,7 @@ struct StatusReport {
     func json() -> String {
         let object: [String: Any] = [
             "jobs": queue.jobsByState,
+            "estimated_states": queue.estimatedStates.sorted(),
             "oldest_queued_age_seconds": queue.oldestQueuedAgeSeconds,
             "open_alerts": openAlerts,
         ]
