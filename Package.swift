@@ -27,7 +27,9 @@ let package = Package(
         .target(name: "EmbeddedPostgres"),
         // Leaves: logging and metrics; a small HTTP/1.1 server and client transport.
         .target(name: "Observability"),
-        .target(name: "HTTP"),
+        .target(name: "HTTP", dependencies: ["CLinuxShim"]),
+        // epoll, eventfd, accept4: what Swift's Glibc module does not import.
+        .target(name: "CLinuxShim"),
         // The generic job engine: claim, complete, retry, leases, maintenance, shutdown.
         .target(name: "Queue", dependencies: ["Postgres", "Observability"]),
         // Apple: wire formats, status codes, verifyReceipt client.
