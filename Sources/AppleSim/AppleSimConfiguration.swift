@@ -23,6 +23,21 @@ public struct AppleSimConfiguration: Sendable {
         self.hangLimit = hangLimit
     }
 
+    /// Every flag `parse` knows, with its help line: the CLI lists exactly these.
+    public static let flags: [(name: String, help: String)] = [
+        ("listen", "HOST:PORT to serve on (default 127.0.0.1:0, any free port)"),
+        ("shared-secret", "answer 21004 to requests whose password differs"),
+        ("seed", "makes latency and fault rolls reproducible"),
+        ("latency", "added delay: 200ms, or a range like 3s-6s"),
+        ("error-rate", "share of requests answered HTTP 500/503"),
+        ("status-21005-rate", "share answered status 21005"),
+        ("retryable-rate", "share answered 21199 flagged retryable"),
+        ("hang-rate", "share never answered"),
+        ("reset-rate", "share whose connection is closed unanswered"),
+        ("malformed-rate", "share answered with truncated JSON"),
+        ("outage", "START:DURATION of answering 503 to everything, e.g. 5s:10s"),
+    ]
+
     public static let usage = """
         apple-sim [--listen HOST:PORT] [--shared-secret S] [--seed N] [--latency 200ms|3s-6s]
                   [--error-rate R] [--status-21005-rate R] [--retryable-rate R] [--hang-rate R]

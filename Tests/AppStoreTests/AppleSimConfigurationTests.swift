@@ -20,6 +20,10 @@ final class AppleSimConfigurationTests: XCTestCase {
         XCTAssertEqual(config.faults.resetRate, 0.05)
         XCTAssertEqual(config.faults.malformedRate, 0.1)
         XCTAssertEqual(config.faults.outage, SimOutage(start: .seconds(5), duration: .seconds(10)))
+        // The list the CLI shows is the list the parser knows, flag for flag.
+        let exercised = ["listen", "shared-secret", "seed", "latency", "error-rate", "status-21005-rate", "retryable-rate",
+                         "hang-rate", "reset-rate", "malformed-rate", "outage"]
+        XCTAssertEqual(AppleSimConfiguration.flags.map(\.name), exercised)
     }
 
     func testDefaultsAndDurationSpellings() throws {

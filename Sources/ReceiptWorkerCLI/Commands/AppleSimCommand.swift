@@ -5,21 +5,9 @@ import Observability
 /// `receipt-worker apple-sim`: a local stand-in for Apple's verifyReceipt endpoints with latency
 /// and fault injection, serving until SIGTERM/SIGINT. The simulator's own parser checks the flags.
 enum AppleSimCommand {
-    /// The simulator's flags, mirrored only so the generic parser lets them through (it rejects
-    /// unknown flags); `AppleSimConfiguration.parse` still judges every value.
-    static let simulatorFlags: [CommandFlag] = [
-        CommandFlag(name: "listen", takesValue: true, help: "HOST:PORT to serve on (default 127.0.0.1:0, any free port)"),
-        CommandFlag(name: "shared-secret", takesValue: true, help: "answer 21004 to requests whose password differs"),
-        CommandFlag(name: "seed", takesValue: true, help: "makes latency and fault rolls reproducible"),
-        CommandFlag(name: "latency", takesValue: true, help: "added delay: 200ms, or a range like 3s-6s"),
-        CommandFlag(name: "error-rate", takesValue: true, help: "share of requests answered HTTP 500/503"),
-        CommandFlag(name: "status-21005-rate", takesValue: true, help: "share answered status 21005"),
-        CommandFlag(name: "retryable-rate", takesValue: true, help: "share answered 21199 flagged retryable"),
-        CommandFlag(name: "hang-rate", takesValue: true, help: "share never answered"),
-        CommandFlag(name: "reset-rate", takesValue: true, help: "share whose connection is closed unanswered"),
-        CommandFlag(name: "malformed-rate", takesValue: true, help: "share answered with truncated JSON"),
-        CommandFlag(name: "outage", takesValue: true, help: "START:DURATION of answering 503 to everything, e.g. 5s:10s"),
-    ]
+    /// The simulator's own flags, so the generic parser lets them through (it rejects unknown
+    /// flags); `AppleSimConfiguration.parse` still judges every value.
+    static let simulatorFlags = AppleSimConfiguration.flags.map { CommandFlag(name: $0.name, takesValue: true, help: $0.help) }
 
     static let spec = CommandSpec(
         name: "apple-sim",
