@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// No third-party packages: the toolchain plus system C libraries (libpq, later libcrypto).
+// No third-party packages: the toolchain plus system C libraries (libpq, OpenSSL).
 let package = Package(
     name: "receipt-worker",
     platforms: [.macOS(.v15)],
@@ -25,9 +25,9 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
         // A private throw-away cluster from the system initdb/pg_ctl (demo, tests, benchmarks).
         .target(name: "EmbeddedPostgres"),
-        // Leaves: logging and metrics; a small HTTP/1.1 server and client transport.
+        // Leaves: logging and metrics; a small HTTP/1.1 server and client transport (TLS on OpenSSL).
         .target(name: "Observability"),
-        .target(name: "HTTP", dependencies: ["CLinuxShim"]),
+        .target(name: "HTTP", dependencies: ["CLinuxShim", "COpenSSL", "CCryptoShim"]),
         // epoll, eventfd, accept4: what Swift's Glibc module does not import.
         .target(name: "CLinuxShim"),
         // The generic job engine: claim, complete, retry, leases, maintenance, shutdown.
@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Postgres", "EmbeddedPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "COpenSSL"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "TestSupport"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP"]),
         .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),

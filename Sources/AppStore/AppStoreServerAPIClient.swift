@@ -9,7 +9,7 @@ public final class AppStoreServerAPIClient: Sendable {
     private let transport: HTTPTransport
     private let observer: AppleRequestObserver
 
-    /// - Parameter transport: defaults to sockets for http and URLSession for https; plain http
+    /// - Parameter transport: defaults to the socket transport (http to loopback, https with verified TLS); plain http
     ///   reaches loopback hosts only.
     public init(configuration: AppStoreServerAPIConfiguration, transport: HTTPTransport? = nil,
                 observer: AppleRequestObserver = NoAppleRequestObserver()) throws {

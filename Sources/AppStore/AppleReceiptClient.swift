@@ -11,7 +11,7 @@ public final class AppleReceiptClient: Sendable {
 
     enum Endpoint: String { case production, sandbox }
 
-    /// - Parameter transport: defaults to sockets for http and URLSession for https. Any transport
+    /// - Parameter transport: defaults to the socket transport (http to loopback, https with verified TLS). Any transport
     ///   given is wrapped so plain http still reaches loopback hosts only.
     public init(configuration: ReceiptVerifierConfiguration, transport: HTTPTransport? = nil,
                 observer: AppleRequestObserver = NoAppleRequestObserver()) throws {

@@ -3,7 +3,7 @@ import HTTP
 /// How every Apple client reaches the network, in one place: plain HTTP only to loopback
 /// (apple-sim), TLS verification never touched, and one vocabulary for transport failures.
 enum AppleTransport {
-    /// `transport` (tests, benchmarks) or the default (sockets for http, URLSession for https),
+    /// `transport` (tests, benchmarks) or the default (one socket transport: http to loopback, https with verified TLS),
     /// wrapped so plain http can only reach loopback hosts.
     static func make(_ transport: HTTPTransport?) throws -> HTTPTransport {
         if let transport { return RoutingHTTPTransport(plain: transport, tls: transport, plainHTTPLoopbackOnly: true) }
@@ -18,7 +18,7 @@ enum AppleTransport {
         case .invalidResponse: ("malformed_response", "malformed")
         case .tlsFailure: ("tls_error", "tls_error")
         case .cancelled: ("cancelled", "cancelled")
-        case .insecureTransportNotAllowed, .tlsNotAllowed, .unsupportedURL, .invalidRequest: ("transport_refused", "transport_refused")
+        case .insecureTransportNotAllowed, .unsupportedURL, .invalidRequest: ("transport_refused", "transport_refused")
         case nil: error is CancellationError ? ("cancelled", "cancelled") : ("connection_error", "connection_error")
         }
     }

@@ -3,6 +3,7 @@
 #include <openssl/opensslv.h>
 #include <openssl/crypto.h>
 #include <openssl/asn1.h>
+#include <openssl/ssl.h>
 #include <time.h>
 
 int ccryptoshim_version(void) { return (int)(OPENSSL_VERSION_NUMBER >> 28); }
@@ -36,3 +37,7 @@ int ccryptoshim_asn1_time_to_unix(const ASN1_TIME *time, int64_t *seconds) {
     *seconds = (int64_t)timegm(&parts);
     return 1;
 }
+
+int ccryptoshim_ssl_set_server_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
+
+int ccryptoshim_ssl_ctx_require_tls12(SSL_CTX *context) { return (int)SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION); }

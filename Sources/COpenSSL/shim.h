@@ -13,4 +13,5 @@
 #include <openssl/objects.h>
 #include <openssl/sha.h>
 #include <openssl/crypto.h>
+#include <openssl/ssl.h>
 #endif

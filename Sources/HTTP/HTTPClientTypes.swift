@@ -39,8 +39,6 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
     case connectionReset
     /// The peer answered something that is not a valid HTTP/1.x response.
     case invalidResponse(String)
-    /// `https://` given to the plain-socket transport, which never speaks TLS.
-    case tlsNotAllowed
     /// TLS handshake or certificate verification failed (never bypassed).
     case tlsFailure(String)
     /// Plain HTTP to a non-loopback host while the policy requires loopback.
@@ -56,7 +54,6 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
         case .connectionFailed(let why): "connection failed: \(why)"
         case .connectionReset: "connection reset by peer"
         case .invalidResponse(let why): "invalid response: \(why)"
-        case .tlsNotAllowed: "https is not supported by the plain socket transport"
         case .tlsFailure(let why): "TLS failure: \(why)"
         case .insecureTransportNotAllowed(let host): "plain http to non-loopback host \(host) refused"
         case .unsupportedURL(let url): "unsupported URL: \(url)"

@@ -1,7 +1,9 @@
 import Foundation
 
-/// Picks the transport by scheme: `http://` → the socket transport (simulator, local tests),
-/// `https://` → URLSession (Apple). Optionally refuses plain HTTP to non-loopback hosts.
+/// Picks the transport by scheme (`plain` for http, `tls` for https) and optionally refuses plain
+/// HTTP to non-loopback hosts. By default both are one `SocketHTTPTransport`, TLS on OpenSSL:
+/// URLSession on Linux answered ~240/s at 2,000 requests in flight and 3 s of latency where the
+/// socket transport answers ~650/s (`receipt-worker bench transport`).
 public struct RoutingHTTPTransport: HTTPTransport {
     public let plain: HTTPTransport
     public let tls: HTTPTransport
@@ -14,9 +16,10 @@ public struct RoutingHTTPTransport: HTTPTransport {
     }
 
     #if canImport(Glibc)
-    /// A `SocketHTTPTransport` for http and a `URLSessionTransport` for https.
+    /// One `SocketHTTPTransport` for both schemes (one event loop, one keep-alive pool).
     public init(plainHTTPLoopbackOnly: Bool = false) throws {
-        self.init(plain: try SocketHTTPTransport(), tls: URLSessionTransport(), plainHTTPLoopbackOnly: plainHTTPLoopbackOnly)
+        let transport = try SocketHTTPTransport()
+        self.init(plain: transport, tls: transport, plainHTTPLoopbackOnly: plainHTTPLoopbackOnly)
     }
     #endif
 

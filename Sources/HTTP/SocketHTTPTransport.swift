@@ -2,8 +2,9 @@
 import Glibc
 import Foundation
 
-/// Plain `http://` client over non-blocking sockets on one epoll thread, with a keep-alive pool
-/// per host:port. Thousands of requests in flight cost sockets, not threads. Never speaks TLS.
+/// `http://` and `https://` client over non-blocking sockets on one epoll thread, with a keep-alive
+/// pool per scheme, host and port. Thousands of requests in flight cost sockets, not threads. TLS is
+/// OpenSSL over memory buffers (`TLSSession`): certificates always verified, never relaxed.
 public final class SocketHTTPTransport: HTTPTransport {
     public struct Configuration: Sendable {
         /// Idle keep-alive connections kept per host:port; extra ones are closed.
@@ -11,14 +12,17 @@ public final class SocketHTTPTransport: HTTPTransport {
         /// Idle pooled connections are closed after this (below typical server idle timeouts).
         public var idleTimeout: Duration
         public var maxResponseBodyBytes: Int
+        /// PEM file of the CAs to trust for https; nil: the system's trust store.
+        public var trustedCertificatesFile: String?
 
         /// Idle connections kept per host: a worker with thousands of verifications in flight
         /// reuses them all instead of reconnecting most of them on every wave.
         public init(maxIdleConnectionsPerHost: Int = 4_096, idleTimeout: Duration = .seconds(30),
-                    maxResponseBodyBytes: Int = 16 * 1024 * 1024) {
+                    maxResponseBodyBytes: Int = 16 * 1024 * 1024, trustedCertificatesFile: String? = nil) {
             self.maxIdleConnectionsPerHost = maxIdleConnectionsPerHost
             self.idleTimeout = idleTimeout
             self.maxResponseBodyBytes = maxResponseBodyBytes
+            self.trustedCertificatesFile = trustedCertificatesFile
         }
     }
 
@@ -42,15 +46,16 @@ public final class SocketHTTPTransport: HTTPTransport {
 
     public func send(_ request: HTTPClientRequest, timeout: Duration) async throws -> HTTPClientResponse {
         let deadline = monotonicNanos() &+ timeout.nanoseconds
-        let (host, port) = try Self.endpoint(request.url)
-        let bytes = try Self.serialize(request, host: host, port: port)
+        let (host, port, secure) = try Self.endpoint(request.url)
+        let bytes = try Self.serialize(request, host: host, port: port, defaultPort: secure ? 443 : 80)
         let address = try await resolve(host: host, port: port)
         let id = nextID.withLock { $0 += 1; return $0 }
         let cancelled = Locked(false)
         let core = self.core
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPClientResponse, Error>) in
-                let exchange = ClientExchange(id: id, key: "\(host):\(port)", address: address, bytes: bytes,
+                let exchange = ClientExchange(id: id, key: "\(secure ? "https" : "http")://\(host):\(port)", address: address,
+                                              tlsHost: secure ? host : nil, bytes: bytes,
                                               isHead: request.method == "HEAD", deadline: deadline,
                                               cancelled: cancelled, continuation: continuation)
                 let posted = core.loop.execute { core.start(exchange) }
@@ -62,17 +67,18 @@ public final class SocketHTTPTransport: HTTPTransport {
         }
     }
 
-    static func endpoint(_ url: URL) throws -> (host: String, port: Int) {
+    static func endpoint(_ url: URL) throws -> (host: String, port: Int, secure: Bool) {
+        let secure: Bool
         switch url.scheme?.lowercased() {
-        case "http": break
-        case "https": throw HTTPClientError.tlsNotAllowed
+        case "http": secure = false
+        case "https": secure = true
         default: throw HTTPClientError.unsupportedURL(url.absoluteString)
         }
         guard let host = url.host, !host.isEmpty else { throw HTTPClientError.unsupportedURL(url.absoluteString) }
-        return (host, url.port ?? 80)
+        return (host, url.port ?? (secure ? 443 : 80), secure)
     }
 
-    static func serialize(_ request: HTTPClientRequest, host: String, port: Int) throws -> [UInt8] {
+    static func serialize(_ request: HTTPClientRequest, host: String, port: Int, defaultPort: Int = 80) throws -> [UInt8] {
         let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
         var target = components?.percentEncodedPath ?? "/"
         if target.isEmpty { target = "/" }
@@ -83,7 +89,7 @@ public final class SocketHTTPTransport: HTTPTransport {
         var text = "\(request.method) \(target) HTTP/1.1\r\n"
         if request.header("Host") == nil {
             let h = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-            text += port == 80 ? "Host: \(h)\r\n" : "Host: \(h):\(port)\r\n"
+            text += port == defaultPort ? "Host: \(h)\r\n" : "Host: \(h):\(port)\r\n"
         }
         for (name, value) in request.headers {
             guard !name.isEmpty, name.utf8.allSatisfy(HTTPHead.isTokenChar),
@@ -120,6 +126,8 @@ final class ClientExchange: @unchecked Sendable {
     let id: UInt64
     let key: String
     let address: SocketAddress
+    /// The host name TLS checks the certificate against; nil for plain http.
+    let tlsHost: String?
     let bytes: [UInt8]
     let isHead: Bool
     let deadline: UInt64
@@ -128,11 +136,12 @@ final class ClientExchange: @unchecked Sendable {
     var connection: ClientConnection?
     var retried = false
 
-    init(id: UInt64, key: String, address: SocketAddress, bytes: [UInt8], isHead: Bool, deadline: UInt64,
+    init(id: UInt64, key: String, address: SocketAddress, tlsHost: String?, bytes: [UInt8], isHead: Bool, deadline: UInt64,
          cancelled: Locked<Bool>, continuation: CheckedContinuation<HTTPClientResponse, Error>) {
         self.id = id
         self.key = key
         self.address = address
+        self.tlsHost = tlsHost
         self.bytes = bytes
         self.isHead = isHead
         self.deadline = deadline
@@ -149,10 +158,15 @@ final class ClientExchange: @unchecked Sendable {
 
 /// A client socket; loop-thread only.
 final class ClientConnection {
-    enum State { case connecting, active, idle }
+    enum State { case connecting, handshaking, active, idle }
 
     let fd: Int32
     let key: String
+    let tlsHost: String?
+    var tls: TLSSession?
+    /// Encrypted bytes not yet taken by the socket (https only).
+    var cipherOut: [UInt8] = []
+    var cipherOffset = 0
     var token: UInt64 = 0
     var state = State.connecting
     var closed = false
@@ -164,10 +178,14 @@ final class ClientConnection {
     var exchange: ClientExchange?
     var idleSince: UInt64 = 0
 
-    init(fd: Int32, key: String) {
+    init(fd: Int32, key: String, tlsHost: String?) {
         self.fd = fd
         self.key = key
+        self.tlsHost = tlsHost
     }
+
+    /// Request bytes still to reach the socket, in plain or encrypted form.
+    var hasUnsentBytes: Bool { !out.isEmpty || cipherOffset < cipherOut.count }
 }
 
 /// The client's loop-thread side: pool, connects, writes, parsing, deadlines.
@@ -178,6 +196,9 @@ final class ClientCore: @unchecked Sendable {
     private var exchanges: [UInt64: ClientExchange] = [:]
     private var idle: [String: [ClientConnection]] = [:]
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+    private let plainBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 1)
+    /// Made on the first https request (loading the trust store costs milliseconds).
+    private var tlsContext: TLSClientContext?
 
     init(config: SocketHTTPTransport.Configuration, loop: EventLoop) {
         self.config = config
@@ -187,7 +208,10 @@ final class ClientCore: @unchecked Sendable {
         loop.onExit = { self.closeAll() }
     }
 
-    deinit { readBuffer.deallocate() }
+    deinit {
+        readBuffer.deallocate()
+        plainBuffer.deallocate()
+    }
 
     func start(_ exchange: ClientExchange) {
         if exchange.cancelled.withLock({ $0 }) { return exchange.finish(.failure(.cancelled)) }
@@ -225,7 +249,7 @@ final class ClientCore: @unchecked Sendable {
             Glibc.close(fd)
             return fail(exchange, .connectionFailed(why))
         }
-        let conn = ClientConnection(fd: fd, key: exchange.key)
+        let conn = ClientConnection(fd: fd, key: exchange.key, tlsHost: exchange.tlsHost)
         conn.interest = EventLoop.writable
         conn.token = loop.register(fd: fd, events: conn.interest) { events in self.onEvents(conn, events) }
         attach(conn, exchange)
@@ -262,8 +286,18 @@ final class ClientCore: @unchecked Sendable {
                 if let exchange { fail(exchange, .connectionFailed(errnoDescription(error))) }
                 return
             }
-            conn.state = .active
-            flush(conn)
+            if let host = conn.tlsHost {
+                startTLS(conn, host: host)
+            } else {
+                conn.state = .active
+                flush(conn)
+            }
+        case .handshaking:
+            if events & EventLoop.writable != 0 { sendCiphertext(conn) }
+            if !conn.closed, events & (EventLoop.readable | EventLoop.hangup) != 0 {
+                guard readCiphertext(conn) else { return }
+                advanceHandshake(conn)
+            }
         case .active:
             if events & EventLoop.writable != 0 { flush(conn) }
             if !conn.closed, events & (EventLoop.readable | EventLoop.hangup) != 0 { readResponse(conn) }
@@ -271,6 +305,7 @@ final class ClientCore: @unchecked Sendable {
     }
 
     private func flush(_ conn: ClientConnection) {
+        if let tls = conn.tls { return flushTLS(conn, tls) }
         while conn.outOffset < conn.out.count {
             let n = conn.out.withUnsafeBytes { Socket.send(conn.fd, UnsafeRawBufferPointer(rebasing: $0[conn.outOffset...])) }
             if n > 0 { conn.outOffset += n; continue }
@@ -284,6 +319,7 @@ final class ClientCore: @unchecked Sendable {
     }
 
     private func readResponse(_ conn: ClientConnection) {
+        if conn.tls != nil { return readTLSResponse(conn) }
         let n = read(conn.fd, readBuffer.baseAddress, readBuffer.count)
         if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
         guard let exchange = conn.exchange else { return close(conn) }
@@ -297,12 +333,127 @@ final class ClientCore: @unchecked Sendable {
                 return connectionBroke(conn)
             }
             guard let complete else { return }
-            exchanges[exchange.id] = nil
-            conn.exchange = nil
-            exchange.connection = nil
-            exchange.finish(.success(complete.response))
-            // An early answer (e.g. 413) can arrive before our body is fully sent: never reuse that.
-            if complete.reusable && n > 0 && conn.out.isEmpty { park(conn) } else { close(conn) }
+            finish(conn, exchange, complete, atEOF: n == 0)
+        } catch .connectionReset {
+            connectionBroke(conn)
+        } catch {
+            close(conn)
+            fail(exchange, error)
+        }
+    }
+
+    private func finish(_ conn: ClientConnection, _ exchange: ClientExchange, _ complete: HTTPResponseParser.Complete, atEOF: Bool) {
+        exchanges[exchange.id] = nil
+        conn.exchange = nil
+        exchange.connection = nil
+        exchange.finish(.success(complete.response))
+        // An early answer (e.g. 413) can arrive before our body is fully sent: never reuse that.
+        if complete.reusable && !atEOF && !conn.hasUnsentBytes { park(conn) } else { close(conn) }
+    }
+
+    // MARK: TLS
+
+    private func startTLS(_ conn: ClientConnection, host: String) {
+        do {
+            if tlsContext == nil { tlsContext = try TLSClientContext(trustedCertificatesFile: config.trustedCertificatesFile) }
+            conn.tls = try TLSSession(context: tlsContext!, host: host)
+        } catch {
+            let exchange = conn.exchange
+            close(conn)
+            if let exchange { fail(exchange, error) }
+            return
+        }
+        conn.state = .handshaking
+        advanceHandshake(conn)
+    }
+
+    private func advanceHandshake(_ conn: ClientConnection) {
+        guard let tls = conn.tls else { return }
+        let progress = tls.handshake()
+        conn.cipherOut += tls.takeCiphertext()
+        switch progress {
+        case .done:
+            conn.state = .active
+            flush(conn)
+        case .needsMoreInput:
+            sendCiphertext(conn)
+        case .failed(let why):
+            tlsFailed(conn, why)
+        }
+    }
+
+    private func tlsFailed(_ conn: ClientConnection, _ why: String) {
+        let exchange = conn.exchange
+        close(conn)
+        if let exchange { fail(exchange, .tlsFailure(why)) }
+    }
+
+    /// Encrypts what is left of the request, then sends ciphertext as far as the socket takes it.
+    private func flushTLS(_ conn: ClientConnection, _ tls: TLSSession) {
+        if conn.outOffset < conn.out.count {
+            let failure = conn.out.withUnsafeBytes { tls.encrypt(UnsafeRawBufferPointer(rebasing: $0[conn.outOffset...])) }
+            if let failure { return tlsFailed(conn, failure) }
+            conn.out = []
+            conn.outOffset = 0
+            conn.cipherOut += tls.takeCiphertext()
+        }
+        sendCiphertext(conn)
+    }
+
+    /// Ciphertext to the socket; interest follows what is still pending. Reads stay on throughout.
+    private func sendCiphertext(_ conn: ClientConnection) {
+        while conn.cipherOffset < conn.cipherOut.count {
+            let n = conn.cipherOut.withUnsafeBytes { Socket.send(conn.fd, UnsafeRawBufferPointer(rebasing: $0[conn.cipherOffset...])) }
+            if n > 0 { conn.cipherOffset += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && Socket.isWouldBlock(errno) { break }
+            return connectionBroke(conn)
+        }
+        if conn.cipherOffset == conn.cipherOut.count { conn.cipherOut = []; conn.cipherOffset = 0 }
+        setInterest(conn, EventLoop.readable | (conn.cipherOut.isEmpty ? 0 : EventLoop.writable))
+    }
+
+    /// Moves ciphertext from the socket into the session; false when the connection was closed
+    /// (peer gone during the handshake).
+    private func readCiphertext(_ conn: ClientConnection) -> Bool {
+        let n = read(conn.fd, readBuffer.baseAddress, readBuffer.count)
+        if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return true }
+        guard n > 0 else {
+            tlsFailed(conn, n == 0 ? "peer closed the connection during the TLS handshake" : errnoDescription())
+            return false
+        }
+        conn.tls?.received(UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]))
+        return true
+    }
+
+    /// Reads ciphertext, then decrypts everything it completes: OpenSSL may hold a whole record
+    /// that epoll will never report again, so decryption runs until it needs more input.
+    private func readTLSResponse(_ conn: ClientConnection) {
+        guard let tls = conn.tls else { return }
+        let n = read(conn.fd, readBuffer.baseAddress, readBuffer.count)
+        if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return }
+        guard let exchange = conn.exchange else { return close(conn) }
+        if n < 0 { return connectionBroke(conn) }
+        if n > 0 { tls.received(UnsafeRawBufferPointer(rebasing: readBuffer[0..<n])) }
+        do {
+            decrypting: while true {
+                switch tls.decrypt(into: plainBuffer) {
+                case .bytes(let count):
+                    if let complete = try conn.parser.feed(UnsafeRawBufferPointer(rebasing: plainBuffer[0..<count])) {
+                        return finish(conn, exchange, complete, atEOF: false)
+                    }
+                case .needsMoreInput:
+                    break decrypting
+                case .closed:
+                    return finish(conn, exchange, try conn.parser.finishAtEOF(), atEOF: true)
+                case .failed(let why):
+                    return tlsFailed(conn, why)
+                }
+            }
+            // Anything OpenSSL wants to say back (e.g. a key update) goes out now.
+            conn.cipherOut += tls.takeCiphertext()
+            if !conn.cipherOut.isEmpty { sendCiphertext(conn) }
+            if n == 0 { finish(conn, exchange, try conn.parser.finishAtEOF(), atEOF: true) }
         } catch .connectionReset {
             connectionBroke(conn)
         } catch {

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <openssl/x509.h>
 #include <openssl/bio.h>
+#include <openssl/ssl.h>
 
 /* Only what Swift cannot import from OpenSSL's headers: function-like macros
  * (BIO_get_mem_data, OPENSSL_free, sk_X509_*) and a timegm-based ASN1_TIME reader. */
@@ -26,5 +27,10 @@ X509 *ccryptoshim_x509_stack_value(const STACK_OF(X509) *stack, int index);
 
 /* ASN1_TIME (UTCTime or GeneralizedTime) as seconds since the epoch; 1 on success. */
 int ccryptoshim_asn1_time_to_unix(const ASN1_TIME *time, int64_t *seconds);
+
+/* TLS client macros: SNI (SSL_set_tlsext_host_name) and TLS 1.2 as the floor
+ * (SSL_CTX_set_min_proto_version). 1 on success. */
+int ccryptoshim_ssl_set_server_name(SSL *ssl, const char *name);
+int ccryptoshim_ssl_ctx_require_tls12(SSL_CTX *context);
 
 #endif
