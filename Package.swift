@@ -42,7 +42,7 @@ let package = Package(
         .executableTarget(
             name: "ReceiptWorkerCLI",
             dependencies: ["Postgres", "EmbeddedPostgres", "Observability", "HTTP", "Queue",
-                           "AppStore", "Settlement", "Ingest", "AppleSim"]
+                           "AppStore", "Settlement", "Ingest", "AppleSim", "COpenSSL"]
         ),
         .target(name: "TestSupport", dependencies: ["Postgres", "EmbeddedPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),

@@ -4,10 +4,10 @@ import Foundation
 import HTTP
 
 /// `bench transport`: the HTTP clients alone under Apple-shaped load — `--concurrency`
-/// requests always in flight (default 2000) to apple-sim answering after 3 s, for
-/// `--seconds` (default 20). URLSession is what reaches the real (https) Apple; FoundationNetworking
-/// on Linux has had crash and stall bugs under load, so it is measured here next to the
-/// socket transport, on plain http to loopback.
+/// requests always in flight (default 2000) answered after 3 s, for `--seconds` (default 20):
+/// the socket transport to apple-sim (http), the socket transport over TLS to a local https
+/// server (how the worker reaches Apple), and FoundationNetworking's URLSession to apple-sim,
+/// kept for comparison (it was the first https path and stalls under this load).
 struct TransportBenchmark {
     let runtime: Runtime
 
@@ -27,6 +27,17 @@ struct TransportBenchmark {
         let socketResult = await measure(socket, request: request, concurrency: concurrency, seconds: seconds)
         await socket.shutdown()
         report("socket", socketResult)
+
+        // The same client over TLS, as it reaches Apple: every connection a verified handshake.
+        let tlsServer = try BenchTLSServer(latencyMilliseconds: 3_000)
+        let tls = try SocketHTTPTransport(configuration: .init(trustedCertificatesFile: tlsServer.caFile))
+        var tlsRequest = request
+        tlsRequest.url = URL(string: "https://localhost:\(tlsServer.port)/verifyReceipt")!
+        let tlsResult = await measure(tls, request: tlsRequest, concurrency: concurrency, seconds: seconds)
+        await tls.shutdown()
+        tlsServer.stop()
+        report("socket_tls", tlsResult)
+
         let urlSession = URLSessionTransport(maxConnectionsPerHost: concurrency)
         report("urlsession", await measure(urlSession, request: request, concurrency: concurrency, seconds: seconds))
         return 0
