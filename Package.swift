@@ -38,16 +38,16 @@ let package = Package(
         .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability", "HTTP"]),
         // Faces.
         .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability"]),
-        .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability"]),
+        .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability", "COpenSSL"]),
         .executableTarget(
             name: "ReceiptWorkerCLI",
             dependencies: ["Postgres", "EmbeddedPostgres", "Observability", "HTTP", "Queue",
-                           "AppStore", "Settlement", "Ingest", "AppleSim", "COpenSSL"]
+                           "AppStore", "Settlement", "Ingest", "AppleSim"]
         ),
         .target(name: "TestSupport", dependencies: ["Postgres", "EmbeddedPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "COpenSSL"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "AppleSim"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "TestSupport"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP"]),
         .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),

@@ -3,9 +3,8 @@ import Foundation
 import Glibc
 #endif
 
-public struct CommandError: Error, CustomStringConvertible {
-    public let description: String
-    public init(description: String) { self.description = description }
+struct CommandError: Error, CustomStringConvertible {
+    let description: String
 }
 
 /// Runs short-lived helper programs (initdb, pg_ctl) to completion.
@@ -14,10 +13,10 @@ public struct CommandError: Error, CustomStringConvertible {
 /// that the child's own children inherit, so `pg_ctl start` (which leaves the server
 /// running) would never be seen to finish. posix_spawn + waitpid has no such tie; the
 /// descriptors we open ourselves are close-on-exec.
-public enum CommandRunner {
+enum CommandRunner {
     /// Runs `arguments` (absolute executable first); returns its output, throws on failure.
     @discardableResult
-    public static func run(_ arguments: [String]) throws -> String {
+    static func run(_ arguments: [String]) throws -> String {
         let outputPath = NSTemporaryDirectory() + "receipt-worker-cmd-\(UUID().uuidString).log"
         defer { unlink(outputPath) }
         let pid = try spawn(arguments, outputPath: outputPath)

@@ -306,16 +306,25 @@ final class ClientCore: @unchecked Sendable {
 
     private func flush(_ conn: ClientConnection) {
         if let tls = conn.tls { return flushTLS(conn, tls) }
-        while conn.outOffset < conn.out.count {
-            let n = conn.out.withUnsafeBytes { Socket.send(conn.fd, UnsafeRawBufferPointer(rebasing: $0[conn.outOffset...])) }
-            if n > 0 { conn.outOffset += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && Socket.isWouldBlock(errno) { break }
-            return connectionBroke(conn)
-        }
+        guard send(conn, conn.out, from: &conn.outOffset) else { return }
         if conn.outOffset == conn.out.count { conn.out = []; conn.outOffset = 0 }
         // Read all along: a server may answer (413, 400) before taking the whole body.
         setInterest(conn, EventLoop.readable | (conn.out.isEmpty ? 0 : EventLoop.writable))
+    }
+
+    /// Sends `bytes[offset...]` as far as the socket takes it now; false when the connection
+    /// broke (already handled: retried or failed).
+    private func send(_ conn: ClientConnection, _ bytes: [UInt8], from offset: inout Int) -> Bool {
+        while offset < bytes.count {
+            let start = offset
+            let n = bytes.withUnsafeBytes { Socket.send(conn.fd, UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            if n > 0 { offset += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && Socket.isWouldBlock(errno) { break }
+            connectionBroke(conn)
+            return false
+        }
+        return true
     }
 
     private func readResponse(_ conn: ClientConnection) {
@@ -402,13 +411,7 @@ final class ClientCore: @unchecked Sendable {
 
     /// Ciphertext to the socket; interest follows what is still pending. Reads stay on throughout.
     private func sendCiphertext(_ conn: ClientConnection) {
-        while conn.cipherOffset < conn.cipherOut.count {
-            let n = conn.cipherOut.withUnsafeBytes { Socket.send(conn.fd, UnsafeRawBufferPointer(rebasing: $0[conn.cipherOffset...])) }
-            if n > 0 { conn.cipherOffset += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && Socket.isWouldBlock(errno) { break }
-            return connectionBroke(conn)
-        }
+        guard send(conn, conn.cipherOut, from: &conn.cipherOffset) else { return }
         if conn.cipherOffset == conn.cipherOut.count { conn.cipherOut = []; conn.cipherOffset = 0 }
         setInterest(conn, EventLoop.readable | (conn.cipherOut.isEmpty ? 0 : EventLoop.writable))
     }

@@ -1,3 +1,4 @@
+import AppleSim
 import Foundation
 import HTTP
 import XCTest
@@ -5,9 +6,9 @@ import XCTest
 /// https through the socket transport against a real TLS server on loopback: verified chains,
 /// host names checked, keep-alive over TLS, and every failure a `tlsFailure`.
 final class TLSTransportTests: XCTestCase {
-    private var certificates: TLSTestCertificates!
+    private var certificates: LoopbackTLSCertificates!
 
-    override func setUpWithError() throws { certificates = try TLSTestCertificates.make() }
+    override func setUpWithError() throws { certificates = try LoopbackTLSCertificates.make() }
     override func tearDown() { certificates.remove() }
 
     private func post(_ transport: SocketHTTPTransport, host: String = "localhost", port: Int, body: [UInt8]) async throws -> HTTPClientResponse {
@@ -16,7 +17,7 @@ final class TLSTransportTests: XCTestCase {
     }
 
     func testRequestsOverVerifiedTLSReuseOneConnection() async throws {
-        let server = try TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
+        let server = try LoopbackTLSServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
         let transport = try SocketHTTPTransport(configuration: .init(trustedCertificatesFile: certificates.caFile))
         for index in 0..<5 {
             let response = try await post(transport, port: server.port, body: Array("{\"n\":\(index)}".utf8))
@@ -33,7 +34,7 @@ final class TLSTransportTests: XCTestCase {
     }
 
     func testManyConcurrentHandshakes() async throws {
-        let server = try TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
+        let server = try LoopbackTLSServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
         let transport = try SocketHTTPTransport(configuration: .init(trustedCertificatesFile: certificates.caFile))
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<100 {
@@ -50,8 +51,8 @@ final class TLSTransportTests: XCTestCase {
     }
 
     func testUntrustedOrMisnamedCertificatesAreRefused() async throws {
-        let server = try TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
-        let stranger = try TLSTestServer(certificate: certificates.strangerCertificate, key: certificates.strangerKey)
+        let server = try LoopbackTLSServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
+        let stranger = try LoopbackTLSServer(certificate: certificates.strangerCertificate, key: certificates.strangerKey)
         // The private CA is not in the system store; the stranger is signed by nobody we trust.
         let systemTrust = try SocketHTTPTransport()
         let privateTrust = try SocketHTTPTransport(configuration: .init(trustedCertificatesFile: certificates.caFile))
@@ -79,7 +80,7 @@ final class TLSTransportTests: XCTestCase {
     }
 
     func testMissingTrustFileIsATLSFailureNotACrash() async throws {
-        let server = try TLSTestServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
+        let server = try LoopbackTLSServer(certificate: certificates.serverCertificate, key: certificates.serverKey)
         let transport = try SocketHTTPTransport(configuration: .init(trustedCertificatesFile: "/nonexistent/ca.pem"))
         do {
             _ = try await post(transport, port: server.port, body: [])

@@ -29,8 +29,12 @@ struct TransportBenchmark {
         report("socket", socketResult)
 
         // The same client over TLS, as it reaches Apple: every connection a verified handshake.
-        let tlsServer = try BenchTLSServer(latencyMilliseconds: 3_000)
-        let tls = try SocketHTTPTransport(configuration: .init(trustedCertificatesFile: tlsServer.caFile))
+        let certificates = try LoopbackTLSCertificates.make()
+        defer { certificates.remove() }
+        let answer = Array(#"{"status":0,"environment":"Production","receipt":{"bundle_id":"com.example.bench","in_app":[]}}"#.utf8)
+        let tlsServer = try LoopbackTLSServer(certificate: certificates.serverCertificate, key: certificates.serverKey,
+                                              latency: .seconds(3), respond: { _ in answer })
+        let tls = try SocketHTTPTransport(configuration: .init(trustedCertificatesFile: certificates.caFile))
         var tlsRequest = request
         tlsRequest.url = URL(string: "https://localhost:\(tlsServer.port)/verifyReceipt")!
         let tlsResult = await measure(tls, request: tlsRequest, concurrency: concurrency, seconds: seconds)
