@@ -11,15 +11,27 @@ public final class PostgresClient: Sendable {
         var closed = false
     }
 
-    public let conninfo: String
+    public let configuration: PostgresConfiguration
     public let maxConnections: Int
-    private let applicationName: String
     private let state = Mutex(State())
 
-    public init(conninfo: String, maxConnections: Int = 4, applicationName: String = "receipt-worker") {
-        self.conninfo = conninfo
+    public var conninfo: String { configuration.conninfo }
+
+    public convenience init(conninfo: String, maxConnections: Int = 4, applicationName: String = "receipt-worker") {
+        self.init(configuration: PostgresConfiguration(conninfo: conninfo, applicationName: applicationName),
+                  maxConnections: maxConnections)
+    }
+
+    /// At most `maxConnections` sessions are ever open at once, whatever the load: callers
+    /// beyond that wait for one to come back.
+    public init(configuration: PostgresConfiguration, maxConnections: Int = 4) {
+        self.configuration = configuration
         self.maxConnections = max(1, maxConnections)
-        self.applicationName = applicationName
+    }
+
+    /// Open connections, and how many of them are checked out (`iap_db_connections`).
+    public var connectionCounts: (idle: Int, busy: Int) {
+        state.withLock { ($0.idle.count, $0.open - $0.idle.count) }
     }
 
     /// Checks a connection out for `body` and back in afterwards.
@@ -104,7 +116,7 @@ public final class PostgresClient: Sendable {
     /// Opens a connection for a slot already counted in `open`; frees the slot on failure.
     private func openCountedConnection() async throws -> PostgresConnection {
         do {
-            return try await PostgresConnection.connect(conninfo, applicationName: applicationName)
+            return try await PostgresConnection.connect(configuration)
         } catch {
             releaseSlot()
             throw error

@@ -2,43 +2,57 @@ import CLibPQ
 import Foundation
 import Synchronization
 
-/// One libpq connection. Every libpq call runs on the connection's own thread
-/// (`ConnectionThread`), so callers simply `await`. A connection serves one caller
+/// One libpq session. Every libpq call runs on the connection's own thread
+/// (`ConnectionThread`), driven non-blocking with a deadline (`LibpqSession`), so callers
+/// simply `await` and a silent peer costs one deadline. A connection serves one caller
 /// at a time; share connections through `PostgresClient`.
 public final class PostgresConnection: @unchecked Sendable {
-    // Safety: `handle` and `prepared` are only read or written on `thread`.
-    private var handle: OpaquePointer?
+    // Safety: `session`, `prepared` and the transaction flags are only used on `thread`.
+    private let session: LibpqSession
     /// Statements prepared on this session, by SQL text: the hot statements (claim,
     /// complete, ledger) are parsed and planned once per connection, not per call.
     private var prepared: [String: String] = [:]
     private static let preparedLimit = 256
+    /// The session broke inside `transaction`: nothing more may run until it ends, or the
+    /// rest of the body would run on a new session, outside the transaction.
+    private var transactionBroken = false
+    private var inTransaction = false
     /// Open, healthy and outside a transaction, as of the last call: read without a thread hop
     /// when the pool takes the connection back.
     private let reusable = Atomic<Bool>(false)
+    private let pooled = Atomic<Bool>(false)
     private let thread: ConnectionThread
-    private let conninfo: String
-    private let applicationName: String
+    public let configuration: PostgresConfiguration
 
-    private init(conninfo: String, applicationName: String) {
-        self.conninfo = conninfo
-        self.applicationName = applicationName
-        self.thread = ConnectionThread(name: "pg-\(applicationName)")
+    private init(configuration: PostgresConfiguration) {
+        self.configuration = configuration
+        self.session = LibpqSession(configuration: configuration)
+        self.thread = ConnectionThread(name: "pg-\(configuration.applicationName)")
     }
 
-    deinit {
-        if let handle { PQfinish(handle) }
-        thread.stop()
-    }
+    deinit { thread.stop() }
 
-    /// Opens a connection from a libpq URL (`postgresql://…`) or key=value conninfo.
+    /// Opens a connection from a libpq URL (`postgresql://…`) or key=value conninfo, with default deadlines.
     public static func connect(_ conninfo: String, applicationName: String = "receipt-worker") async throws -> PostgresConnection {
-        let connection = PostgresConnection(conninfo: conninfo, applicationName: applicationName)
-        try await connection.onThread { try connection.open() }
+        try await connect(PostgresConfiguration(conninfo: conninfo, applicationName: applicationName))
+    }
+
+    public static func connect(_ configuration: PostgresConfiguration) async throws -> PostgresConnection {
+        let connection = PostgresConnection(configuration: configuration)
+        do {
+            try await connection.onThread { try connection.open() }
+        } catch {
+            connection.thread.stop()
+            throw error
+        }
         return connection
     }
 
+    /// The session goes through a connection pooler (PgBouncer): no session state is kept.
+    public var isBehindPooler: Bool { pooled.load(ordering: .relaxed) }
+
     /// Runs one parameterised statement (extended protocol) and returns its rows.
-    /// A connection that broke earlier is re-opened first.
+    /// A connection that broke earlier is re-opened first (outside a transaction).
     public func query(_ sql: String, _ binds: [any PostgresEncodable] = []) async throws -> PostgresRows {
         let parameters = binds.map(\.postgresBind)
         // libpq reads text parameters up to the first NUL: refuse rather than store a truncated value.
@@ -48,14 +62,20 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         return try await onThread { [self] in
             try reopenIfBroken()
-            if let name = try preparedName(sql, parameterCount: parameters.count) {
-                return try ParameterBuffer(parameters).withArrays { values, lengths, formats in
-                    try consume(PQexecPrepared(handle, name, Int32(parameters.count), values, lengths, formats, 0))
+            let deadline = Deadline(secondsFromNow: configuration.callTimeout)
+            let count = Int32(parameters.count)
+            var rows: PostgresRows?
+            let keep: (OpaquePointer) throws -> Void = { rows = try self.session.consume($0) }
+            try ParameterBuffer(parameters).withArrays { values, lengths, formats in
+                if let name = try preparedName(sql, parameterCount: count, deadline: deadline) {
+                    try session.roundTrip(until: deadline, send: { PQsendQueryPrepared($0, name, count, values, lengths, formats, 0) },
+                                          each: keep)
+                } else {
+                    try session.roundTrip(until: deadline, send: { PQsendQueryParams($0, sql, count, nil, values, lengths, formats, 0) },
+                                          each: keep)
                 }
             }
-            return try ParameterBuffer(parameters).withArrays { values, lengths, formats in
-                try consume(PQexecParams(handle, sql, Int32(parameters.count), nil, values, lengths, formats, 0))
-            }
+            return rows ?? PostgresRows(columns: [], cells: [], affectedRows: 0)
         }
     }
 
@@ -67,12 +87,7 @@ public final class PostgresConnection: @unchecked Sendable {
     public func execute(script: String) async throws {
         try await onThread { [self] in
             try reopenIfBroken()
-            guard PQsendQuery(handle, script) == 1 else { throw lostOrFailed() }
-            var firstError: PostgresError?
-            while let result = PQgetResult(handle) {
-                do { _ = try consume(result) } catch let error as PostgresError { firstError = firstError ?? error }
-            }
-            if let firstError { throw firstError }
+            try session.simpleQuery(script, deadline: Deadline(secondsFromNow: configuration.callTimeout))
         }
     }
 
@@ -82,35 +97,34 @@ public final class PostgresConnection: @unchecked Sendable {
     public func copyIn(_ copyStatement: String, data: [UInt8]) async throws -> Int {
         try await onThread { [self] in
             try reopenIfBroken()
-            guard let start = PQexec(handle, copyStatement) else { throw lostOrFailed() }
-            let status = PQresultStatus(start)
-            if status != PGRES_COPY_IN {
-                _ = try consume(start) // throws the server's error
+            let deadline = Deadline(secondsFromNow: configuration.callTimeout)
+            guard session.handle.map({ PQsendQuery($0, copyStatement) }) == 1 else { throw session.lostOrFailed() }
+            try session.flush(until: deadline)
+            guard let start = try session.nextResult(until: deadline) else { throw session.lostOrFailed() }
+            if PQresultStatus(start) != PGRES_COPY_IN {
+                _ = try session.consume(start) // throws the server's error
+                while let extra = try session.nextResult(until: deadline) { PQclear(extra) }
                 throw PostgresError(kind: .client, message: "statement is not COPY FROM STDIN")
             }
             PQclear(start)
-            var sendError: PostgresError?
             let chunk = 1 << 20
-            var offset = 0
-            data.withUnsafeBufferPointer { buffer in
-                buffer.withMemoryRebound(to: CChar.self) { chars in
+            try data.withUnsafeBufferPointer { buffer in
+                try buffer.withMemoryRebound(to: CChar.self) { chars in
+                    var offset = 0
                     while offset < chars.count {
                         let length = min(chunk, chars.count - offset)
-                        if PQputCopyData(handle, chars.baseAddress! + offset, Int32(length)) != 1 {
-                            sendError = lostOrFailed()
-                            return
-                        }
+                        try session.putCopyData(UnsafeBufferPointer(rebasing: chars[offset..<offset + length]), until: deadline)
                         offset += length
                     }
                 }
             }
-            if sendError == nil, PQputCopyEnd(handle, nil) != 1 { sendError = lostOrFailed() }
+            try session.putCopyEnd(until: deadline)
             var rows = 0
-            var serverError: PostgresError?
-            while let result = PQgetResult(handle) {
-                do { rows += try consume(result).affectedRows } catch let error as PostgresError { serverError = serverError ?? error }
+            var serverError: Error?
+            while let result = try session.nextResult(until: deadline) {
+                do { rows += try session.consume(result).affectedRows } catch { serverError = serverError ?? error }
             }
-            if let error = serverError ?? sendError { throw error }
+            if let serverError { throw serverError }
             return rows
         }
     }
@@ -121,15 +135,25 @@ public final class PostgresConnection: @unchecked Sendable {
         try await copyIn(copyStatement, data: CopyTextEncoder.encode(rows))
     }
 
-    /// BEGIN … COMMIT around `body`; ROLLBACK if it throws.
+    /// BEGIN … COMMIT around `body`; ROLLBACK if it throws. Behind a pooler the
+    /// transaction carries its own limits (`SET LOCAL`), since the session keeps none.
     public func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        _ = try await query("BEGIN")
+        try await onThread { [self] in
+            try reopenIfBroken()
+            let begin = session.behindPooler ? configuration.pooledTransactionBegin : "BEGIN"
+            try session.simpleQuery(begin, deadline: Deadline(secondsFromNow: configuration.callTimeout))
+            inTransaction = true
+        }
         do {
             let value = try await body(self)
             _ = try await query("COMMIT")
             return value
         } catch {
-            _ = try? await query("ROLLBACK")
+            _ = try? await onThread { [self] in
+                if session.isOpen { try session.simpleQuery("ROLLBACK", deadline: Deadline(secondsFromNow: configuration.callTimeout)) }
+                transactionBroken = false
+                inTransaction = false
+            }
             throw error
         }
     }
@@ -138,115 +162,75 @@ public final class PostgresConnection: @unchecked Sendable {
     /// the next caller.
     public var isReusable: Bool { reusable.load(ordering: .acquiring) }
 
-    /// Runs `body` on the connection thread and records afterwards whether the session is reusable.
+    /// Runs `body` on the connection thread. A call past its deadline abandons the session
+    /// (cancel sent, socket closed); every call's result is reported to the observer.
     private func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await thread.run { [self] in
             defer {
-                reusable.store(handle != nil && PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE,
-                               ordering: .releasing)
+                if session.isIdle { inTransaction = false }
+                reusable.store(session.isIdle && !transactionBroken, ordering: .releasing)
             }
-            return try body()
+            do {
+                let value = try body()
+                configuration.observer?.databaseCallFinished(.ok)
+                return value
+            } catch let error as PostgresError {
+                if error.isTimeout { session.abandon() }
+                if !session.isOpen {
+                    if inTransaction { transactionBroken = true }
+                    session.close()
+                }
+                configuration.observer?.databaseCallFinished(error.isTimeout ? .timeout : .error)
+                throw error
+            } catch {
+                configuration.observer?.databaseCallFinished(.error)
+                throw error
+            }
         }
     }
 
     public func close() async {
-        _ = try? await onThread { [self] in
-            if let handle { PQfinish(handle) }
-            handle = nil
-        }
+        _ = try? await thread.run { [self] in session.close() }
         thread.stop()
     }
 
     // MARK: - On the connection thread
 
     private func open() throws {
-        if let handle { PQfinish(handle) }
         prepared.removeAll() // a new session has none
-        handle = PQconnectdb(conninfo)
-        guard let handle, PQstatus(handle) == CONNECTION_OK else {
-            let message = handle.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
-            if let handle { PQfinish(handle) }
-            self.handle = nil
-            throw PostgresError(kind: .connectionFailed, message: "cannot connect: " + Self.oneLine(message))
-        }
-        // Server NOTICEs (e.g. "already exists, skipping") are not ours to print.
-        PQsetNoticeProcessor(handle, { _, _ in }, nil)
-        // Fixed session settings make text decoding unambiguous.
-        let setup = "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; "
-            + "SET application_name = '\(applicationName.filter { $0.isLetter || $0.isNumber || $0 == "-" })'"
-        guard let result = PQexec(handle, setup) else { throw lostOrFailed() }
-        _ = try consume(result)
+        try session.open()
+        pooled.store(session.behindPooler, ordering: .relaxed)
     }
 
-    /// The prepared statement for `sql`, preparing it on first use; nil for statements
-    /// that are not plain DML/queries (utility commands run unprepared) or past the limit.
-    private func preparedName(_ sql: String, parameterCount: Int) throws -> String? {
+    private var usesPreparedStatements: Bool {
+        switch configuration.preparedStatements {
+        case .on: true
+        case .off: false
+        case .auto: !session.behindPooler
+        }
+    }
+
+    /// The prepared statement for `sql`, preparing it on first use; nil when statements are
+    /// not prepared here, for statements that are not plain DML/queries (utility commands run
+    /// unprepared), or past the limit.
+    private func preparedName(_ sql: String, parameterCount: Int32, deadline: Deadline) throws -> String? {
+        guard usesPreparedStatements else { return nil }
         if let name = prepared[sql] { return name }
         let head = sql.drop { $0 == " " || $0 == "\n" || $0 == "\t" }.prefix(6).uppercased()
         guard ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH"].contains(where: { head.hasPrefix($0) }),
               prepared.count < Self.preparedLimit else { return nil }
         let name = "rw_\(prepared.count)"
-        _ = try consume(PQprepare(handle, name, sql, Int32(parameterCount), nil))
+        try session.roundTrip(until: deadline, send: { PQsendPrepare($0, name, sql, parameterCount, nil) },
+                              each: { _ = try self.session.consume($0) })
         prepared[sql] = name
         return name
     }
 
     private func reopenIfBroken() throws {
-        if handle == nil || PQstatus(handle) != CONNECTION_OK { try open() }
-    }
-
-    /// Copies a result out and frees it, or turns it into an error (also freeing it).
-    private func consume(_ result: OpaquePointer?) throws -> PostgresRows {
-        guard let result else { throw lostOrFailed() }
-        defer { PQclear(result) }
-        switch PQresultStatus(result) {
-        case PGRES_TUPLES_OK, PGRES_SINGLE_TUPLE:
-            let rowCount = Int(PQntuples(result))
-            let columnCount = Int(PQnfields(result))
-            let columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
-            var cells: [[String?]] = []
-            cells.reserveCapacity(rowCount)
-            for row in 0..<Int32(rowCount) {
-                var values: [String?] = []
-                values.reserveCapacity(columnCount)
-                for column in 0..<Int32(columnCount) {
-                    values.append(PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column)))
-                }
-                cells.append(values)
-            }
-            return PostgresRows(columns: columns, cells: cells, affectedRows: rowCount)
-        case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_COPY_IN, PGRES_COPY_OUT:
-            let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
-            return PostgresRows(columns: [], cells: [], affectedRows: affected)
-        default:
-            throw error(from: result)
+        if transactionBroken {
+            throw PostgresError(kind: .connectionLost, message: "the connection of this transaction was lost")
         }
-    }
-
-    private func error(from result: OpaquePointer) -> PostgresError {
-        func field(_ code: Int32) -> String? {
-            PQresultErrorField(result, code).map { String(cString: $0) }
-        }
-        let sqlState = field(Int32(UInt8(ascii: "C"))) // PG_DIAG_SQLSTATE
-        let message = field(Int32(UInt8(ascii: "M"))) ?? Self.oneLine(String(cString: PQresultErrorMessage(result)))
-        let detail = field(Int32(UInt8(ascii: "D")))
-        if sqlState == nil, PQstatus(handle) != CONNECTION_OK {
-            return PostgresError(kind: .connectionLost, message: Self.oneLine(message))
-        }
-        let kind: PostgresError.Kind = PQstatus(handle) == CONNECTION_OK ? .server : .connectionLost
-        return PostgresError(kind: kind, sqlState: sqlState, message: message, detail: detail)
-    }
-
-    private func lostOrFailed() -> PostgresError {
-        let message = handle.map { Self.oneLine(String(cString: PQerrorMessage($0))) } ?? "no connection"
-        if handle == nil || PQstatus(handle) != CONNECTION_OK {
-            return PostgresError(kind: .connectionLost, message: message.isEmpty ? "connection lost" : message)
-        }
-        return PostgresError(kind: .client, message: message)
-    }
-
-    static func oneLine(_ text: String) -> String {
-        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        if !session.isOpen { try open() }
     }
 }
 
@@ -256,7 +240,7 @@ extension PostgresConnection {
         var message: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(conninfo, &message) else {
             // libpq quotes the whole URL in some messages: never echo it (it may hold a password).
-            let text = message.map { oneLine(String(cString: $0)).replacingOccurrences(of: conninfo, with: "<url>") }
+            let text = message.map { LibpqSession.oneLine(String(cString: $0)).replacingOccurrences(of: conninfo, with: "<url>") }
                 ?? "not a valid PostgreSQL URL or conninfo"
             if let message { PQfreemem(message) }
             return text

@@ -10,6 +10,9 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         case server
         /// COPY or protocol misuse on our side.
         case client
+        /// The call ran past its deadline; the connection was abandoned and the statement's
+        /// fate is unknown (as with `connectionLost`, which callers already handle).
+        case timedOut
     }
 
     public let kind: Kind
@@ -24,12 +27,13 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         self.detail = detail
     }
 
+    public var isTimeout: Bool { kind == .timedOut }
     public var isUniqueViolation: Bool { sqlState == "23505" }
     public var isSerializationFailure: Bool { sqlState == "40001" || sqlState == "40P01" }
     public var isConnectionLost: Bool {
         // Class 08 (connection exception) and 57P01..57P03 (admin shutdown, crash shutdown,
         // cannot connect now) mean the session is gone, not that the statement is wrong.
-        kind == .connectionLost || sqlState?.hasPrefix("08") == true
+        kind == .connectionLost || kind == .timedOut || sqlState?.hasPrefix("08") == true
             || ["57P01", "57P02", "57P03"].contains(sqlState ?? "")
     }
     /// Worth retrying on a fresh connection or transaction.

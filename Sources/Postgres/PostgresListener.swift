@@ -23,13 +23,22 @@ public final class PostgresListener: Sendable {
     private let done = Atomic<Bool>(false)
 
     /// Starts listening; `channels` are plain identifiers (validated, since LISTEN cannot take parameters).
-    public init(conninfo: String, channels: [String], pollInterval: Double = 0.25) throws {
+    public convenience init(conninfo: String, channels: [String], pollInterval: Double = 0.25) throws {
+        try self.init(configuration: PostgresConfiguration(conninfo: conninfo, applicationName: "receipt-worker-listen"),
+                      channels: channels, pollInterval: pollInterval)
+    }
+
+    /// A session that has been quiet for `healthCheckInterval` is asked `SELECT 1` within the
+    /// call deadline: a LISTEN connection whose peer went silent is replaced, not waited on forever.
+    public init(configuration: PostgresConfiguration, channels: [String], pollInterval: Double = 0.25,
+                healthCheckInterval: Double = 5) throws {
         for channel in channels where !channel.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) {
             throw PostgresError(kind: .client, message: "invalid channel name \(channel)")
         }
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(1024))
         let thread = Thread { [self] in
-            self.loop(conninfo: conninfo, channels: channels, pollInterval: pollInterval)
+            self.loop(LibpqSession(configuration: configuration), channels: channels, pollInterval: pollInterval,
+                      healthCheckInterval: healthCheckInterval)
         }
         thread.name = "pg-listener"
         thread.start()
@@ -48,37 +57,47 @@ public final class PostgresListener: Sendable {
         }
     }
 
-    private func loop(conninfo: String, channels: [String], pollInterval: Double) {
-        var connection: OpaquePointer?
+    private func loop(_ session: LibpqSession, channels: [String], pollInterval: Double, healthCheckInterval: Double) {
         var backoff = 0.1
         var everConnected = false
+        var lastHeard = DispatchTime.now()
+        let callTimeout = session.configuration.callTimeout
         while !stopped.load(ordering: .acquiring) {
-            if connection == nil || PQstatus(connection) != CONNECTION_OK {
-                if let old = connection { PQfinish(old) }
-                connection = Self.connectAndListen(conninfo, channels)
-                if connection == nil {
+            if !session.isOpen {
+                do {
+                    try session.open()
+                    let listen = channels.map { "LISTEN \"\($0)\"" }.joined(separator: "; ") // validated identifiers
+                    try session.simpleQuery(listen, deadline: Deadline(secondsFromNow: callTimeout))
+                } catch {
+                    session.abandon()
                     Thread.sleep(forTimeInterval: backoff)
                     backoff = min(backoff * 2, 5)
                     continue
                 }
                 backoff = 0.1
+                lastHeard = .now()
                 if everConnected { continuation.yield(.reconnected) }
                 everConnected = true
             }
-            var descriptor = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, Int32(pollInterval * 1000))
-            if ready > 0 {
-                if PQconsumeInput(connection) == 0 { continue } // broken; reconnect next round
-                while let notify = PQnotifies(connection) {
-                    let event = PostgresNotification(
-                        channel: String(cString: notify.pointee.relname),
-                        payload: String(cString: notify.pointee.extra))
-                    PQfreemem(notify)
-                    continuation.yield(.notification(event))
+            var descriptor = pollfd(fd: session.socket, events: Int16(POLLIN), revents: 0)
+            if poll(&descriptor, 1, Int32(pollInterval * 1000)) > 0 {
+                do { try session.consumeAvailableInput() } catch {
+                    session.close() // broken; reconnect next round
+                    continue
+                }
+                lastHeard = .now()
+            } else if Double(DispatchTime.now().uptimeNanoseconds - lastHeard.uptimeNanoseconds) / 1e9 >= healthCheckInterval {
+                do {
+                    try session.simpleQuery("SELECT 1", deadline: Deadline(secondsFromNow: callTimeout))
+                    lastHeard = .now()
+                } catch {
+                    session.abandon()
+                    continue
                 }
             }
+            drainNotifications(session)
         }
-        if let connection { PQfinish(connection) }
+        session.close()
         continuation.finish()
         let waiter = finished.withLock { slot -> CheckedContinuation<Void, Never>? in
             done.store(true, ordering: .releasing)
@@ -88,21 +107,13 @@ public final class PostgresListener: Sendable {
         waiter?.resume()
     }
 
-    private static func connectAndListen(_ conninfo: String, _ channels: [String]) -> OpaquePointer? {
-        guard let connection = PQconnectdb(conninfo) else { return nil }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            PQfinish(connection)
-            return nil
+    private func drainNotifications(_ session: LibpqSession) {
+        guard let handle = session.handle else { return }
+        while let notify = PQnotifies(handle) {
+            let event = PostgresNotification(channel: String(cString: notify.pointee.relname),
+                                             payload: String(cString: notify.pointee.extra))
+            PQfreemem(notify)
+            continuation.yield(.notification(event))
         }
-        for channel in channels {
-            let result = PQexec(connection, "LISTEN \"\(channel)\"")
-            let ok = PQresultStatus(result) == PGRES_COMMAND_OK
-            PQclear(result)
-            if !ok {
-                PQfinish(connection)
-                return nil
-            }
-        }
-        return connection
     }
 }

@@ -1,0 +1,263 @@
+import CLibPQ
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One libpq connection driven non-blocking: every wait is a `poll` on the socket bounded
+/// by a deadline, so a peer that went silent costs one deadline, never a hung thread.
+/// Not thread-safe: one thread uses it at a time (a connection's own thread, or the listener's).
+final class LibpqSession {
+    let configuration: PostgresConfiguration
+    private(set) var handle: OpaquePointer?
+    /// The server process id libpq was given differs from the one the server reports: a pooler
+    /// (PgBouncer) sits in between, and session state cannot be relied on.
+    private(set) var behindPooler = false
+
+    init(configuration: PostgresConfiguration) { self.configuration = configuration }
+
+    deinit { close() }
+
+    var isOpen: Bool { handle != nil && PQstatus(handle) == CONNECTION_OK }
+    /// Connected and outside any transaction.
+    var isIdle: Bool { isOpen && PQtransactionStatus(handle) == PQTRANS_IDLE }
+    var serverProcessID: Int32 { handle.map { PQbackendPID($0) } ?? 0 }
+
+    // MARK: - Opening and closing
+
+    /// Opens a new session within the connect deadline, including its setup statements.
+    func open() throws {
+        close()
+        let deadline = Deadline(secondsFromNow: configuration.connectTimeout)
+        var pairs = configuration.connectionDefaults
+        pairs.append(("dbname", configuration.conninfo)) // expanded: the user's values override the defaults above
+        handle = Self.start(pairs)
+        guard let handle, PQstatus(handle) != CONNECTION_BAD else { throw failedToConnect() }
+        var polling = PGRES_POLLING_WRITING
+        while polling != PGRES_POLLING_OK {
+            switch polling {
+            case PGRES_POLLING_READING: try wait(read: true, write: false, until: deadline, connecting: true)
+            case PGRES_POLLING_WRITING: try wait(read: false, write: true, until: deadline, connecting: true)
+            case PGRES_POLLING_FAILED: throw failedToConnect()
+            default: break
+            }
+            polling = PQconnectPoll(handle)
+        }
+        guard PQsetnonblocking(handle, 1) == 0 else { throw failedToConnect() }
+        // Server NOTICEs (e.g. "already exists, skipping") are not ours to print.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        do {
+            let reported = try simpleQuery("SELECT pg_backend_pid()", deadline: deadline).first?.cells.first?.first ?? nil
+            behindPooler = reported.flatMap { Int32($0) } != PQbackendPID(handle)
+            if !behindPooler { _ = try simpleQuery(configuration.directSessionSetup, deadline: deadline) }
+        } catch let error as PostgresError {
+            close()
+            throw PostgresError(kind: .connectionFailed, sqlState: error.sqlState, message: "cannot set up session: " + error.message)
+        }
+    }
+
+    /// Ends the session politely (the terminate message is sent without waiting).
+    func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+    }
+
+    /// Gives up on a session whose call ran past its deadline: asks the server to cancel
+    /// what it runs (from another thread: the cancel opens its own connection, which may be
+    /// slow too) and closes the socket at once. The session is never used again.
+    func abandon() {
+        guard let handle else { return }
+        if let cancel = PQgetCancel(handle) {
+            let sendable = UnsafeSendable(cancel)
+            let thread = Thread {
+                var message = [CChar](repeating: 0, count: 256)
+                _ = PQcancel(sendable.pointer, &message, Int32(message.count))
+                PQfreeCancel(sendable.pointer)
+            }
+            thread.stackSize = 256 << 10
+            thread.start()
+        }
+        close()
+    }
+
+    // MARK: - Calls
+
+    /// Sends one command with `send` and hands every result to `each`, until libpq has no
+    /// more. `each` owns the result and must clear it. The first server error is rethrown
+    /// after all results were read, so the session stays in sync.
+    func roundTrip(until deadline: Deadline, send: (OpaquePointer) -> Int32,
+                   each: (OpaquePointer) throws -> Void) throws {
+        guard let handle else { throw PostgresError(kind: .connectionLost, message: "no connection") }
+        guard send(handle) == 1 else { throw lostOrFailed() }
+        try flush(until: deadline)
+        var firstError: Error?
+        while let result = try nextResult(until: deadline) {
+            do { try each(result) } catch { firstError = firstError ?? error }
+        }
+        if let firstError { throw firstError }
+    }
+
+    /// A script of statements with the simple protocol; rows of the last result that has any.
+    @discardableResult
+    func simpleQuery(_ sql: String, deadline: Deadline) throws -> [PostgresRows] {
+        var all: [PostgresRows] = []
+        try roundTrip(until: deadline, send: { PQsendQuery($0, sql) }, each: { all.append(try consume($0)) })
+        return all
+    }
+
+    /// Waits for the next result; nil when the command is complete.
+    func nextResult(until deadline: Deadline) throws -> OpaquePointer? {
+        guard let handle else { throw PostgresError(kind: .connectionLost, message: "no connection") }
+        while PQisBusy(handle) == 1 {
+            try wait(read: true, write: false, until: deadline)
+            guard PQconsumeInput(handle) == 1 else { throw lostOrFailed() }
+        }
+        return PQgetResult(handle)
+    }
+
+    /// Pushes libpq's output buffer to the socket, reading while it waits as libpq asks.
+    func flush(until deadline: Deadline) throws {
+        guard let handle else { throw PostgresError(kind: .connectionLost, message: "no connection") }
+        while true {
+            let pending = PQflush(handle)
+            if pending == 0 { return }
+            if pending < 0 { throw lostOrFailed() }
+            if try wait(read: true, write: true, until: deadline).readable, PQconsumeInput(handle) != 1 { throw lostOrFailed() }
+        }
+    }
+
+    /// Sends COPY data, waiting for room in the socket when libpq's buffer is full.
+    func putCopyData(_ chunk: UnsafeBufferPointer<CChar>, until deadline: Deadline) throws {
+        guard let handle else { throw PostgresError(kind: .connectionLost, message: "no connection") }
+        while true {
+            let status = PQputCopyData(handle, chunk.baseAddress, Int32(chunk.count))
+            if status == 1 { return }
+            if status < 0 { throw lostOrFailed() }
+            try wait(read: false, write: true, until: deadline)
+            if PQflush(handle) < 0 { throw lostOrFailed() }
+        }
+    }
+
+    func putCopyEnd(until deadline: Deadline) throws {
+        guard let handle else { throw PostgresError(kind: .connectionLost, message: "no connection") }
+        while true {
+            let status = PQputCopyEnd(handle, nil)
+            if status == 1 { return try flush(until: deadline) }
+            if status < 0 { throw lostOrFailed() }
+            try wait(read: false, write: true, until: deadline)
+        }
+    }
+
+    /// Reads whatever the server sent unasked (notifications) without waiting.
+    func consumeAvailableInput() throws {
+        guard let handle, PQconsumeInput(handle) == 1 else { throw lostOrFailed() }
+    }
+
+    var socket: Int32 { handle.map { PQsocket($0) } ?? -1 }
+
+    // MARK: - Waiting
+
+    @discardableResult
+    private func wait(read: Bool, write: Bool, until deadline: Deadline, connecting: Bool = false) throws -> (readable: Bool, writable: Bool) {
+        let descriptor = socket
+        guard descriptor >= 0 else { throw lostOrFailed() }
+        var events: Int16 = 0
+        if read { events |= Int16(POLLIN) }
+        if write { events |= Int16(POLLOUT) }
+        while true {
+            let remaining = deadline.remainingMilliseconds
+            if remaining == 0 {
+                throw PostgresError(kind: .timedOut,
+                                    message: connecting ? "connect timed out after \(configuration.connectTimeout) s"
+                                                        : "database call timed out after \(configuration.callTimeout) s")
+            }
+            var entry = pollfd(fd: descriptor, events: events, revents: 0)
+            let ready = poll(&entry, 1, remaining)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw PostgresError(kind: .connectionLost, message: "poll: " + String(cString: strerror(errno)))
+            }
+            if ready == 0 { continue }
+            let failed = entry.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0
+            return (entry.revents & Int16(POLLIN) != 0 || failed, entry.revents & Int16(POLLOUT) != 0 || failed)
+        }
+    }
+
+    // MARK: - Results and errors
+
+    /// Copies a result out and frees it, or turns it into an error (also freeing it).
+    func consume(_ result: OpaquePointer) throws -> PostgresRows {
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK, PGRES_SINGLE_TUPLE:
+            let rowCount = Int(PQntuples(result))
+            let columnCount = Int(PQnfields(result))
+            let columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
+            var cells: [[String?]] = []
+            cells.reserveCapacity(rowCount)
+            for row in 0..<Int32(rowCount) {
+                var values: [String?] = []
+                values.reserveCapacity(columnCount)
+                for column in 0..<Int32(columnCount) {
+                    values.append(PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column)))
+                }
+                cells.append(values)
+            }
+            return PostgresRows(columns: columns, cells: cells, affectedRows: rowCount)
+        case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_COPY_IN, PGRES_COPY_OUT:
+            let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+            return PostgresRows(columns: [], cells: [], affectedRows: affected)
+        default:
+            throw error(from: result)
+        }
+    }
+
+    private func error(from result: OpaquePointer) -> PostgresError {
+        func field(_ code: Int32) -> String? {
+            PQresultErrorField(result, code).map { String(cString: $0) }
+        }
+        let sqlState = field(Int32(UInt8(ascii: "C"))) // PG_DIAG_SQLSTATE
+        let message = field(Int32(UInt8(ascii: "M"))) ?? Self.oneLine(String(cString: PQresultErrorMessage(result)))
+        let detail = field(Int32(UInt8(ascii: "D")))
+        if sqlState == nil, !isOpen {
+            return PostgresError(kind: .connectionLost, message: Self.oneLine(message))
+        }
+        return PostgresError(kind: isOpen ? .server : .connectionLost, sqlState: sqlState, message: message, detail: detail)
+    }
+
+    func lostOrFailed() -> PostgresError {
+        let message = handle.map { Self.oneLine(String(cString: PQerrorMessage($0))) } ?? "no connection"
+        if !isOpen {
+            return PostgresError(kind: .connectionLost, message: message.isEmpty ? "connection lost" : message)
+        }
+        return PostgresError(kind: .client, message: message)
+    }
+
+    private func failedToConnect() -> PostgresError {
+        let message = handle.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
+        close()
+        return PostgresError(kind: .connectionFailed, message: "cannot connect: " + Self.oneLine(message))
+    }
+
+    private static func start(_ pairs: [(String, String)]) -> OpaquePointer? {
+        let keywords = pairs.map { strdup($0.0) }
+        let values = pairs.map { strdup($0.1) }
+        defer {
+            keywords.forEach { free($0) }
+            values.forEach { free($0) }
+        }
+        let keywordArray = keywords.map { UnsafePointer<CChar>($0) } + [nil]
+        let valueArray = values.map { UnsafePointer<CChar>($0) } + [nil]
+        return PQconnectStartParams(keywordArray, valueArray, 1)
+    }
+
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+    }
+}
+
+/// Hands a C pointer to another thread that alone uses it from then on.
+private struct UnsafeSendable: @unchecked Sendable {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// How the process talks to PostgreSQL (SPEC 8): deadlines, prepared statements, and the
+/// session settings that let either side drop a connection whose peer vanished.
+public struct PostgresConfiguration: Sendable {
+    /// Whether statements are prepared once per session under a name (`rw_N`).
+    public enum PreparedStatements: String, Sendable, CaseIterable {
+        /// On for a direct connection; off when the session turns out to be behind a pooler.
+        case auto
+        case on
+        case off
+    }
+
+    /// libpq URL (`postgresql://…`) or key=value conninfo; its own values win over our defaults.
+    public var conninfo: String
+    public var applicationName: String
+    /// Deadline of every statement, COPY or health check; past it the connection is abandoned.
+    public var callTimeout: Double = 30
+    /// Deadline of opening a connection (TCP, TLS, authentication, session setup).
+    public var connectTimeout: Double = 10
+    public var preparedStatements = PreparedStatements.auto
+    /// The server ends a session left idle inside a transaction this long, releasing its row locks.
+    public var idleInTransactionTimeout: Double = 60
+    /// Told about every call's result (`iap_db_calls_total`).
+    public var observer: (any PostgresCallObserver)?
+
+    public init(conninfo: String, applicationName: String = "receipt-worker") {
+        self.conninfo = conninfo
+        self.applicationName = applicationName
+    }
+
+    /// Conninfo keywords put *before* the user's conninfo, so any value the user gave wins:
+    /// TCP keepalives and `tcp_user_timeout` notice a peer that vanished without FIN or RST.
+    var connectionDefaults: [(String, String)] {
+        [
+            ("application_name", applicationName.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }),
+            ("keepalives", "1"),
+            ("keepalives_idle", "15"),
+            ("keepalives_interval", "5"),
+            ("keepalives_count", "3"),
+            ("tcp_user_timeout", String(Int(max(1, callTimeout) * 1000))),
+        ]
+    }
+
+    /// Session-level settings for a direct connection (never sent through a pooler, where a
+    /// session's settings would leak to other clients): fixed text formats for decoding, the
+    /// idle-in-transaction limit, and server-side keepalives so the server drops us too.
+    var directSessionSetup: String {
+        "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; "
+            + "SET idle_in_transaction_session_timeout = \(Self.milliseconds(idleInTransactionTimeout)); "
+            + "SET tcp_keepalives_idle = 15; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3; "
+            + "SET tcp_user_timeout = \(Self.milliseconds(callTimeout))"
+    }
+
+    /// What a transaction starts with behind a pooler: the same limits, scoped to the transaction.
+    var pooledTransactionBegin: String {
+        "BEGIN; SET LOCAL idle_in_transaction_session_timeout = \(Self.milliseconds(idleInTransactionTimeout)); "
+            + "SET LOCAL TimeZone = 'UTC'"
+    }
+
+    /// Whole milliseconds of a setting we computed (never user text), at least 1.
+    static func milliseconds(_ seconds: Double) -> Int { max(1, Int((seconds * 1000).rounded())) }
+}
+
+/// Receives the result of every database call, for metrics.
+public protocol PostgresCallObserver: Sendable {
+    func databaseCallFinished(_ result: PostgresCallResult)
+}
+
+public enum PostgresCallResult: String, Sendable {
+    case ok, error, timeout
+}
