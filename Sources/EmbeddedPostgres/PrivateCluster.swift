@@ -21,7 +21,8 @@ public final class PrivateCluster: Sendable {
     public var url: String { url(database: "postgres") }
 
     private let binaries: PostgresBinaries
-    private let runAs: [String]
+    /// The prefix that runs a server program as `postgres` when we are root.
+    let runAs: [String]
     private let watchdog: pid_t
 
     public func url(database: String) -> String {
@@ -100,7 +101,7 @@ public final class PrivateCluster: Sendable {
     }
 
     /// Asks the kernel for a free loopback port.
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw CommandError(description: "socket() failed") }
         defer { close(fd) }
@@ -121,7 +122,7 @@ public final class PrivateCluster: Sendable {
 
     /// A detached shell that waits for this process to end, then stops the server and
     /// deletes the folder: no cluster outlives a crashed or killed test run.
-    private static func startWatchdog(directory: String, stopCommand: [String]) throws -> pid_t {
+    static func startWatchdog(directory: String, stopCommand: [String]) throws -> pid_t {
         let quoted = stopCommand.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
         let script = "while kill -0 \(getpid()) 2>/dev/null && [ -d '\(directory)' ]; do sleep 1; done; "
             + "\(quoted) >/dev/null 2>&1; rm -rf '\(directory)'"

@@ -11,29 +11,44 @@ public protocol MaintenanceTask: Sendable {
     func run() async throws
 }
 
-/// Leadership by a session advisory lock held on a dedicated connection: whoever holds
-/// it runs the maintenance tasks. When the holder dies its connection closes, the lock
-/// is released, and another process takes over at its next election round.
+/// Leadership by a lease in `iap.leader` (SPEC 8): whoever holds it runs the maintenance
+/// tasks. The holder renews every TTL/3 and trusts the lease only until its own monotonic
+/// clock says the TTL since the renewal was *sent* has passed (minus a margin), so a
+/// process that was paused, partitioned or stuck on a silent connection stops its duties
+/// before anyone else may take over. A vanished leader is replaced within one TTL plus
+/// one election round; a clean shutdown resigns at once.
 public final class Maintenance: Sendable {
-    /// Fixed advisory-lock key ("receipt-worker maintenance").
-    public static let leaderLockKey: Int64 = 0x7277_6d61_696e_7421
+    public static let leaseName = "maintenance"
 
-    private let conninfo: String
+    private let store: LeaderLeaseStore
+    private let leaderID: String
+    private let ttl: Double
     private let tasks: [any MaintenanceTask]
     private let logger: Logger
-    private let electionInterval: Double
+    private let dutyInterval: Double
+    private let onLeadershipChange: @Sendable (Bool) -> Void
     private let stopped = Atomic<Bool>(false)
-    private let leader = Atomic<Bool>(false)
+    /// Monotonic nanoseconds until which this process may act as leader.
+    private let leaseUntil = Atomic<UInt64>(0)
+    private let reportedLeader = Atomic<Bool>(false)
     private let wake = WakeSignal()
 
-    public init(conninfo: String, tasks: [any MaintenanceTask], logger: Logger, electionInterval: Double = 2) {
-        self.conninfo = conninfo
+    /// - Parameters:
+    ///   - ttl: the lease's length (`LEADER_TTL_SECONDS`); renewed every `ttl / 3`.
+    ///   - dutyInterval: how often the leader looks for tasks that are due.
+    public init(client: PostgresClient, leaderID: String, tasks: [any MaintenanceTask], logger: Logger,
+                ttl: Double = 15, dutyInterval: Double = 2, onLeadershipChange: @escaping @Sendable (Bool) -> Void = { _ in }) {
+        self.store = LeaderLeaseStore(client: client)
+        self.leaderID = leaderID
+        self.ttl = max(0.3, ttl)
         self.tasks = tasks
         self.logger = logger
-        self.electionInterval = electionInterval
+        self.dutyInterval = dutyInterval
+        self.onLeadershipChange = onLeadershipChange
     }
 
-    public var isLeader: Bool { leader.load(ordering: .relaxed) }
+    /// Holds an unexpired lease by this process's own clock.
+    public var isLeader: Bool { Self.now() < leaseUntil.load(ordering: .acquiring) }
 
     public func stop() {
         stopped.store(true, ordering: .releasing)
@@ -41,55 +56,71 @@ public final class Maintenance: Sendable {
     }
 
     public func run() async {
-        var connection: PostgresConnection?
-        var lastRun: [String: ContinuousClock.Instant] = [:]
-        var wakeups = wake.stream.makeAsyncIterator()
-        let sleeper = Task { [wake, electionInterval] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(electionInterval))
-                wake.wake()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.renewLoop() }
+            group.addTask { await self.dutyLoop() }
+            group.addTask {
+                for await _ in self.wake.stream where self.stopped.load(ordering: .acquiring) { break }
             }
+            _ = await group.next()
+            group.cancelAll()
         }
-        while !stopped.load(ordering: .acquiring) {
+        if isLeader {
+            leaseUntil.store(0, ordering: .releasing)
+            try? await store.resign(name: Self.leaseName, leaderID: leaderID)
+        }
+        noteLeadership()
+    }
+
+    private func renewLoop() async {
+        let margin = min(1, ttl * 0.1) + ttl * 0.02
+        while !Task.isCancelled && !stopped.load(ordering: .acquiring) {
+            let sentAt = Self.now()
             do {
-                if connection == nil {
-                    connection = try await PostgresConnection.connect(conninfo, applicationName: "receipt-worker-maintenance")
-                }
-                guard let held = connection else { continue }
-                if leader.load(ordering: .relaxed) {
-                    _ = try await held.query("SELECT 1") // still connected means still holding the lock
-                } else if try await held.query("SELECT pg_try_advisory_lock($1)", Self.leaderLockKey)[0].decode(Bool.self, at: 0) {
-                    leader.store(true, ordering: .relaxed)
-                    logger.notice("maintenance_leader", ["tasks": .string(tasks.map(\.name).joined(separator: ","))])
-                }
-                if leader.load(ordering: .relaxed) {
-                    for task in tasks {
-                        if let last = lastRun[task.name], ContinuousClock.now - last < .seconds(task.interval) { continue }
-                        lastRun[task.name] = .now
-                        do {
-                            try await task.run()
-                        } catch {
-                            logger.warning("maintenance_failed", ["task": .string(task.name), "error": .error(error)])
-                        }
-                    }
-                }
+                let held = try await store.acquireOrRenew(name: Self.leaseName, leaderID: leaderID, ttl: ttl)
+                leaseUntil.store(held ? sentAt + UInt64((ttl - margin) * 1e9) : 0, ordering: .releasing)
             } catch {
-                if leader.exchange(false, ordering: .relaxed) {
-                    logger.warning("maintenance_leadership_lost", ["error": .error(error)])
-                }
-                if let old = connection { await old.close() }
-                connection = nil
+                // The lease ends by itself; until then this process may go on leading.
+                logger.warning("leader_renew_failed", ["error": .error(error)])
             }
-            _ = await wakeups.next()
-        }
-        sleeper.cancel()
-        if let connection {
-            if leader.exchange(false, ordering: .relaxed) {
-                _ = try? await connection.query("SELECT pg_advisory_unlock($1)", Self.leaderLockKey)
-            }
-            await connection.close()
+            noteLeadership()
+            try? await Task.sleep(for: .seconds(ttl / 3))
         }
     }
+
+    private func dutyLoop() async {
+        var lastRun: [String: ContinuousClock.Instant] = [:]
+        while !Task.isCancelled && !stopped.load(ordering: .acquiring) {
+            for task in tasks {
+                // Checked before every duty: a leader paused past its lease runs nothing more.
+                guard noteLeadership(), !stopped.load(ordering: .acquiring) else { break }
+                if let last = lastRun[task.name], ContinuousClock.now - last < .seconds(task.interval) { continue }
+                lastRun[task.name] = .now
+                do {
+                    try await task.run()
+                } catch {
+                    logger.warning("maintenance_failed", ["task": .string(task.name), "error": .error(error)])
+                }
+            }
+            try? await Task.sleep(for: .seconds(dutyInterval))
+        }
+    }
+
+    /// Logs and reports a change of leadership; returns whether this process leads now.
+    @discardableResult
+    private func noteLeadership() -> Bool {
+        let leading = isLeader && !stopped.load(ordering: .acquiring)
+        guard reportedLeader.exchange(leading, ordering: .acquiringAndReleasing) != leading else { return leading }
+        if leading {
+            logger.notice("maintenance_leader", ["tasks": .string(tasks.map(\.name).joined(separator: ",")), "ttl": .double(ttl)])
+        } else {
+            logger.warning("maintenance_leadership_lost", [:])
+        }
+        onLeadershipChange(leading)
+        return leading
+    }
+
+    private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }
 
 /// Returns the jobs of crashed workers (lease expired) to the queue.

@@ -25,8 +25,11 @@ public struct QueueConfiguration: Sendable {
     /// A verifier call must end well inside the lease, or another worker may take the job.
     public var verifyDeadline: Double { max(leaseSeconds * 0.8, leaseSeconds - 10) }
 
-    /// Connections a worker process needs: claims, the completers, and one spare for gauges.
-    public var databaseConnections: Int { completionConcurrency + 2 }
+    /// Pooled connections of the process (`DATABASE_POOL_SIZE`): claims, completions,
+    /// maintenance and gauges share them, whatever `concurrency` is.
+    public var databasePoolSize = 4 {
+        didSet { completionConcurrency = max(1, min(completionConcurrency, databasePoolSize - 1)) }
+    }
 
     public static func makeWorkerID() -> String {
         let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"

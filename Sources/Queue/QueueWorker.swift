@@ -13,7 +13,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     private let handler: Handler
     private let logger: Logger
     private let metrics: QueueMetrics
-    private let listenerConninfo: String?
+    private let listener: PostgresConfiguration?
     private let completer: BatchCompleter<Handler>
     private let wake = WakeSignal()
     private let stopping = Atomic<Bool>(false)
@@ -32,17 +32,23 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     private let graceDeadline = Mutex<ContinuousClock.Instant?>(nil)
     private let healthy = Atomic<Bool>(true)
 
-    /// `claimClient` serves claims and completions; `listenerConninfo` (nil: poll only) gets
-    /// its own LISTEN connection.
+    /// The store's client serves claims and completions; `listener` (nil: poll only) gets
+    /// its own LISTEN connection, the only one outside the pool.
     public init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger,
-                metrics: QueueMetrics, listenerConninfo: String?) {
+                metrics: QueueMetrics, listener: PostgresConfiguration?) {
         self.store = store
         self.handler = handler
         self.configuration = configuration
         self.logger = logger.with(["worker": .string(configuration.workerID)])
         self.metrics = metrics
-        self.listenerConninfo = listenerConninfo
+        self.listener = listener
         completer = BatchCompleter(store: store, handler: handler, configuration: configuration, logger: self.logger, metrics: metrics)
+    }
+
+    public convenience init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger,
+                            metrics: QueueMetrics, listenerConninfo: String?) {
+        self.init(store: store, handler: handler, configuration: configuration, logger: logger, metrics: metrics,
+                  listener: listenerConninfo.map { PostgresConfiguration(conninfo: $0, applicationName: "receipt-worker-listen") })
     }
 
     /// False while claims fail (database unreachable); for /readyz.
@@ -57,7 +63,11 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     }
 
     public func run() async {
-        logger.info("worker_started", ["concurrency": .int(configuration.concurrency), "claim_batch": .int(configuration.claimBatch)])
+        let listens = configuration.listenForNotifications && listener != nil
+        // The connection budget (SPEC 8): pooled connections plus the LISTEN session, whatever the concurrency.
+        logger.info("worker_started", ["concurrency": .int(configuration.concurrency), "claim_batch": .int(configuration.claimBatch),
+                                       "db_pool_size": .int(store.client.maxConnections), "db_listen_connections": .int(listens ? 1 : 0),
+                                       "db_connections_max": .int(store.client.maxConnections + (listens ? 1 : 0))])
         let listener = startListener()
         let poller = Task { [wake, configuration] in
             while !Task.isCancelled {
@@ -83,8 +93,8 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     }
 
     private func startListener() -> PostgresListener? {
-        guard configuration.listenForNotifications, let listenerConninfo,
-              let listener = try? PostgresListener(conninfo: listenerConninfo, channels: ["iap_jobs"]) else { return nil }
+        guard configuration.listenForNotifications, let configuration = self.listener,
+              let listener = try? PostgresListener(configuration: configuration, channels: ["iap_jobs"]) else { return nil }
         Task { [wake] in
             for await _ in listener.events { wake.wake() }
         }

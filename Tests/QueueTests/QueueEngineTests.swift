@@ -153,8 +153,8 @@ final class QueueEngineTests: XCTestCase {
 
     func testOnlyOneMaintenanceLeaderAndHandover() async throws {
         let fixture = try await QueueFixture.make()
-        let first = Maintenance(conninfo: fixture.url, tasks: [], logger: fixture.logger, electionInterval: 0.1)
-        let second = Maintenance(conninfo: fixture.url, tasks: [], logger: fixture.logger, electionInterval: 0.1)
+        let first = Maintenance(client: fixture.client, leaderID: "first", tasks: [], logger: fixture.logger, ttl: 1, dutyInterval: 0.1)
+        let second = Maintenance(client: fixture.client, leaderID: "second", tasks: [], logger: fixture.logger, ttl: 1, dutyInterval: 0.1)
         let runs = [Task { await first.run() }, Task { await second.run() }]
         let elected = try await fixture.eventually { first.isLeader || second.isLeader }
         XCTAssertTrue(elected)

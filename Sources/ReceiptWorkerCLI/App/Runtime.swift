@@ -14,7 +14,7 @@ struct Runtime: Sendable {
         let level = LogLevel(parsing: options.string(Settings.logLevel) ?? "info") ?? .info
         let format = LogFormat(parsing: options.string(Settings.logFormat) ?? "logfmt") ?? .logfmt
         var known = secrets
-        for setting in [Settings.databaseURL, Settings.alertWebhookURL] {
+        for setting in [Settings.databaseURL, Settings.databaseListenURL, Settings.alertWebhookURL] {
             if let value = options.string(setting) { known.append(value) }
         }
         // Secrets given directly or through their *_FILE setting; an unreadable file is
@@ -28,10 +28,38 @@ struct Runtime: Sendable {
     /// The database URL, required.
     func databaseURL() throws -> String { try options.require(Settings.databaseURL) }
 
+    /// How this command's connections behave (SPEC 8): deadlines, prepared statements, limits.
+    func databaseConfiguration(url: String? = nil, applicationName: String, observer: (any PostgresCallObserver)? = nil) throws -> PostgresConfiguration {
+        var configuration = PostgresConfiguration(conninfo: try url ?? databaseURL(), applicationName: applicationName)
+        configuration.callTimeout = options.seconds(Settings.databaseCallTimeout)
+        configuration.connectTimeout = options.seconds(Settings.databaseConnectTimeout)
+        configuration.idleInTransactionTimeout = options.seconds(Settings.databaseIdleInTransactionTimeout)
+        configuration.preparedStatements = PostgresConfiguration.PreparedStatements(
+            rawValue: options.string(Settings.databasePreparedStatements) ?? "auto") ?? .auto
+        configuration.observer = observer
+        return configuration
+    }
+
+    /// `DATABASE_POOL_SIZE`: the most pooled connections this process opens.
+    var databasePoolSize: Int { max(1, options.int(Settings.databasePoolSize)) }
+
+    /// The LISTEN session's URL: DATABASE_LISTEN_URL, else DATABASE_URL; nil when it is `off` (poll only).
+    func databaseListenURL() throws -> String? {
+        let value = try options.string(Settings.databaseListenURL) ?? databaseURL()
+        return value == "off" ? nil : value
+    }
+
+    /// A pool of at most `DATABASE_POOL_SIZE` connections (or `maxConnections` when a command needs fewer).
+    func databaseClient(applicationName: String, maxConnections: Int? = nil, observer: (any PostgresCallObserver)? = nil) throws -> PostgresClient {
+        PostgresClient(configuration: try databaseConfiguration(applicationName: applicationName, observer: observer),
+                       maxConnections: min(maxConnections ?? databasePoolSize, databasePoolSize))
+    }
+
     /// Opens a pool and checks that the server answers: a bad URL or an unreachable
     /// server is a configuration error (exit 2) for one-shot commands.
-    func connectDatabase(maxConnections: Int = 4, applicationName: String = "receipt-worker") async throws -> PostgresClient {
-        let client = PostgresClient(conninfo: try databaseURL(), maxConnections: maxConnections, applicationName: applicationName)
+    func connectDatabase(maxConnections: Int? = nil, applicationName: String = "receipt-worker",
+                         observer: (any PostgresCallObserver)? = nil) async throws -> PostgresClient {
+        let client = try databaseClient(applicationName: applicationName, maxConnections: maxConnections, observer: observer)
         do {
             _ = try await client.query("SELECT 1")
         } catch let error as PostgresError {

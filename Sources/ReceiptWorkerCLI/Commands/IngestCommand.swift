@@ -18,9 +18,9 @@ enum IngestCommand {
                         help: "load NDJSON lines shaped like POST /v1/receipts bodies ('-' for stdin), then exit: 0 all loaded, 1 some rejected"),
         ])
 
-    /// Each API request is one autocommit enqueue; this many run at once (more would only queue
-    /// inside PostgreSQL on a small host). Shared with `bench ingest` so it measures what ships.
-    static let databaseConnections = 8
+    /// The default pool (`DATABASE_POOL_SIZE`): requests share group commits, so a few
+    /// connections carry the API. Shared with `bench ingest` so it measures what ships.
+    static let databaseConnections = 4
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         if let file = runtime.options.flag("file") {
@@ -42,10 +42,12 @@ enum IngestCommand {
         } catch {
             throw UsageError("invalid INGEST_LISTEN (--listen) '\(listen)': must be a numeric HOST:PORT, e.g. 127.0.0.1:8080")
         }
-        let client = try await runtime.connectDatabase(maxConnections: databaseConnections, applicationName: "receipt-worker-ingest")
+        let registry = MetricsRegistry()
+        let client = try await runtime.connectDatabase(applicationName: "receipt-worker-ingest", observer: DatabaseMetrics(registry: registry))
+        DatabaseMetrics.watch(client, registry: registry)
         do {
             try await requireSchema(client)
-            let server = try IngestServer(configuration: configuration, database: client, metrics: MetricsRegistry(), logger: logger)
+            let server = try IngestServer(configuration: configuration, database: client, metrics: registry, logger: logger)
             let signals = SignalWatcher()  // before the start line: whoever reads it may signal at once
             do {
                 try server.start()  // logs ingest_started with the bound port

@@ -9,6 +9,13 @@ enum MigrateCommand {
     static func run(_ runtime: Runtime) async throws -> Int32 {
         let migrator = try loadMigrator(runtime)
         let client = try await runtime.connectDatabase(maxConnections: 1, applicationName: "receipt-worker-migrate")
+        // The migration lock is a session advisory lock: through transaction pooling it would
+        // be taken on one server connection and the migrations run on others.
+        if try await PoolingProbe.isTransactionPooling(client.configuration) {
+            await client.close()
+            throw UsageError("DATABASE_URL leads through PgBouncer in transaction pooling mode; migrate needs a session: "
+                             + "point it at PostgreSQL directly (or at a session-pooling port)")
+        }
         let applied: [Int]
         do {
             applied = try await client.withConnection { try await migrator.migrate($0) }

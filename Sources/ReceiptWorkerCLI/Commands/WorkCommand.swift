@@ -23,7 +23,7 @@ enum WorkCommand {
         name: "work",
         summary: "The worker process: claims and verifies jobs, credits, alerts; serves /metrics, /healthz, /readyz; runs the sweeps when it holds the duty.",
         usage: "work [--concurrency N] [--metrics-listen ADDR] ...",
-        settings: Settings.database + queueSettings + appleSettings
+        settings: Settings.database + [Settings.databaseListenURL, Settings.leaderTTL] + queueSettings + appleSettings
             + [Settings.metricsListen, Settings.stuckAfter, Settings.alertRepeat] + Settings.logging,
         flags: [
             CommandFlag(name: "verifier", takesValue: true, help: "apple (default) | noop (benchmarks and drills: every job done at once)"),
@@ -32,23 +32,24 @@ enum WorkCommand {
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         let options = runtime.options
-        let url = try runtime.databaseURL()
-        let configuration = queueConfiguration(options)
+        var configuration = queueConfiguration(options)
+        configuration.databasePoolSize = runtime.databasePoolSize
         let registry = MetricsRegistry()
+        let listenURL = try runtime.databaseListenURL()
+        let listener = try listenURL.map { try runtime.databaseConfiguration(url: $0, applicationName: "receipt-worker-listen") }
+        configuration.listenForNotifications = listener != nil
+        let client = try runtime.databaseClient(applicationName: "receipt-worker-work", observer: DatabaseMetrics(registry: registry))
+        DatabaseMetrics.watch(client, registry: registry)
         switch options.flag("verifier") ?? "apple" {
         case "noop":
             guard let delay = SettlementWiring.seconds(options.flag("noop-delay") ?? "0") else {
                 throw UsageError("invalid --noop-delay: must be decimal seconds")
             }
-            let client = PostgresClient(conninfo: url, maxConnections: configuration.databaseConnections,
-                                        applicationName: "receipt-worker-work")
-            return try await WorkerProcess(runtime: runtime, client: client, conninfo: url, registry: registry,
+            return try await WorkerProcess(runtime: runtime, client: client, listener: listener, registry: registry,
                                            configuration: configuration, handler: NoOpHandler(delay: .seconds(delay))).run()
         case "apple":
             let wiring = try SettlementWiring(runtime: runtime, registry: registry, maxAttempts: configuration.maxAttempts)
-            let client = PostgresClient(conninfo: url, maxConnections: configuration.databaseConnections,
-                                        applicationName: "receipt-worker-work")
-            var process = WorkerProcess(runtime: runtime, client: client, conninfo: url, registry: registry,
+            var process = WorkerProcess(runtime: runtime, client: client, listener: listener, registry: registry,
                                         configuration: configuration, handler: wiring.handler)
             process.extraMaintenance = wiring.maintenance(client: client)
             let webhook = wiring.webhook.map { hook in Task { await hook.run() } }
@@ -78,7 +79,8 @@ enum WorkCommand {
 struct WorkerProcess<Handler: JobHandler>: Sendable {
     let runtime: Runtime
     let client: PostgresClient
-    let conninfo: String
+    /// The LISTEN session's configuration; nil polls only.
+    let listener: PostgresConfiguration?
     let registry: MetricsRegistry
     let configuration: QueueConfiguration
     let handler: Handler
@@ -88,14 +90,18 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
         let logger = runtime.logger
         let store = QueueStore(client: client)
         let worker = QueueWorker(store: store, handler: handler, configuration: configuration, logger: logger,
-                                 metrics: QueueMetrics(registry: registry), listenerConninfo: conninfo)
+                                 metrics: QueueMetrics(registry: registry), listener: listener)
         let tasks: [any MaintenanceTask] = [
             LeaseRescuer(store: store, interval: max(0.5, min(5, configuration.leaseSeconds / 4)),
                          maxAttempts: configuration.maxAttempts, logger: logger),
             TimedOutSweeper(store: store, interval: runtime.options.seconds(Settings.sweepInterval), logger: logger),
         ] + extraMaintenance
-        let maintenance = Maintenance(conninfo: conninfo, tasks: tasks, logger: logger.with(["worker": .string(configuration.workerID)]),
-                                      electionInterval: min(2, max(0.2, runtime.options.seconds(Settings.sweepInterval))))
+        let leader = registry.gauge("iap_leader", help: "1 on the process that holds the maintenance lease.")
+        let maintenance = Maintenance(client: client, leaderID: configuration.workerID, tasks: tasks,
+                                      logger: logger.with(["worker": .string(configuration.workerID)]),
+                                      ttl: runtime.options.seconds(Settings.leaderTTL),
+                                      dutyInterval: min(2, max(0.2, runtime.options.seconds(Settings.sweepInterval))),
+                                      onLeadershipChange: { leader.set($0 ? 1 : 0) })
         let endpoint = try OperationsEndpoint.start(listen: runtime.options.string(Settings.metricsListen), registry: registry,
                                                     ready: { worker.isHealthy }, logger: logger)
         let gauges = DatabaseGauges.start(client: client, registry: registry, shouldSample: { maintenance.isLeader })

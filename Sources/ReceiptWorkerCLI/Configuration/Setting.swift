@@ -96,6 +96,26 @@ enum Settings {
     static let logLevel = Setting(env: "LOG_LEVEL", flag: "log-level", kind: .choice(["debug", "info", "notice", "warning", "error"]),
                                   defaultValue: "info", help: "lowest level logged")
 
+    static let databaseCallTimeout = Setting(env: "DATABASE_CALL_TIMEOUT_SECONDS", flag: "database-call-timeout", kind: .seconds(0.05...86_400),
+                                             defaultValue: "30", help: "deadline of every database call; past it the connection is dropped")
+    static let databaseConnectTimeout = Setting(env: "DATABASE_CONNECT_TIMEOUT_SECONDS", flag: "database-connect-timeout",
+                                                kind: .seconds(0.05...3_600), defaultValue: "10", help: "deadline of opening a database connection")
+    static let databasePreparedStatements = Setting(env: "DATABASE_PREPARED_STATEMENTS", flag: "database-prepared-statements",
+                                                    kind: .choice(["auto", "on", "off"]), defaultValue: "auto",
+                                                    help: "named prepared statements: auto = on direct, off behind PgBouncer")
+    static let databaseIdleInTransactionTimeout = Setting(env: "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS",
+                                                          flag: "database-idle-in-transaction-timeout", kind: .seconds(0.1...86_400),
+                                                          defaultValue: "60",
+                                                          help: "the server ends a session idle inside a transaction this long (its row locks go with it)")
+    static let databasePoolSize = Setting(env: "DATABASE_POOL_SIZE", flag: "database-pool-size", kind: .wholeNumber(1...1_000), defaultValue: "4",
+                                          help: "most pooled database connections of this process, whatever the load")
+    static let databaseListenURL = Setting(env: "DATABASE_LISTEN_URL", flag: "database-listen-url", kind: .text, defaultValue: nil,
+                                           help: "where the LISTEN session connects (default DATABASE_URL; point it past PgBouncer); off = poll only",
+                                           secret: true)
+    static let leaderTTL = Setting(env: "LEADER_TTL_SECONDS", flag: "leader-ttl", kind: .seconds(0.3...3_600), defaultValue: "15",
+                                   help: "length of the maintenance leadership lease; renewed every third of it")
+
     static let logging = [logFormat, logLevel]
-    static let database = [databaseURL]
+    static let database = [databaseURL, databaseCallTimeout, databaseConnectTimeout, databasePreparedStatements,
+                           databaseIdleInTransactionTimeout, databasePoolSize]
 }

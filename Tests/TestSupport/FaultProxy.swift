@@ -1,0 +1,193 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// A TCP relay on loopback for fault drills: every accepted connection is forwarded to
+/// the target, and a test can reset connections (RST), delay all forwarding, or freeze
+/// the connections open at that moment — they stay open and silent, as when a host
+/// crashes, a primary fails over or a NAT entry is dropped. New connections are unaffected.
+public final class FaultProxy: Sendable {
+    public let port: Int
+    private let target: (host: String, port: Int)
+    private let listener: Int32
+    private let state = Mutex(State())
+    private let delayNanoseconds = Atomic<UInt64>(0)
+
+    private struct State {
+        var links: [Int: Link] = [:]
+        var nextID = 0
+        var stopped = false
+    }
+
+    private struct Link {
+        let client: Int32
+        let upstream: Int32
+        var frozen = false
+        var closing = false
+        var liveDirections = 2
+    }
+
+    public init(targetPort: Int, targetHost: String = "127.0.0.1") throws {
+        target = (targetHost, targetPort)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EMFILE) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = Self.loopback(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> Bool in
+                bind(fd, raw, length) == 0 && listen(fd, 512) == 0 && getsockname(fd, raw, &length) == 0
+            }
+        }
+        guard bound else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let acceptor = Thread { [self] in acceptLoop() }
+        acceptor.name = "fault-proxy-accept"
+        acceptor.start()
+    }
+
+    /// `url` with its host and port replaced by the proxy's (a libpq URL).
+    public func url(replacingIn url: String) -> String {
+        guard var components = URLComponents(string: url) else { return url }
+        components.host = "127.0.0.1"
+        components.port = port
+        return components.string ?? url
+    }
+
+    public var openConnections: Int { state.withLock { $0.links.values.filter { !$0.closing }.count } }
+
+    /// The connections open now stop forwarding in both directions and stay open.
+    public func freezeOpenConnections() {
+        state.withLock { state in
+            for id in state.links.keys { state.links[id]?.frozen = true }
+        }
+    }
+
+    /// Resets (RST) every open connection, or a random share of them.
+    @discardableResult
+    public func resetConnections(fraction: Double = 1) -> Int {
+        let chosen = state.withLock { state -> [Link] in
+            var picked: [Link] = []
+            for (id, link) in state.links where !link.closing && Double.random(in: 0..<1) < fraction {
+                state.links[id]?.closing = true
+                picked.append(link)
+            }
+            return picked
+        }
+        for link in chosen {
+            var linger = linger(l_onoff: 1, l_linger: 0)
+            for fd in [link.client, link.upstream] {
+                setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+                shutdown(fd, Int32(SHUT_RD)) // wakes the relay threads without sending FIN
+            }
+        }
+        return chosen.count
+    }
+
+    /// Every chunk forwarded from now on waits this long first.
+    public func setDelay(_ seconds: Double) { delayNanoseconds.store(UInt64(max(0, seconds) * 1e9), ordering: .relaxed) }
+
+    /// Stops accepting and closes every connection.
+    public func stop() {
+        let already = state.withLock { state -> Bool in
+            defer { state.stopped = true }
+            return state.stopped
+        }
+        guard !already else { return }
+        shutdown(listener, Int32(SHUT_RDWR))
+        resetConnections()
+    }
+
+    deinit { close(listener) }
+
+    // MARK: - Relaying
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if state.withLock({ $0.stopped }) {
+                close(client)
+                return
+            }
+            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = Self.loopback(port: target.port, host: target.host)
+            let connected = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            guard connected else {
+                close(upstream)
+                close(client)
+                continue
+            }
+            let id = state.withLock { state -> Int in
+                defer { state.nextID += 1 }
+                state.links[state.nextID] = Link(client: client, upstream: upstream)
+                return state.nextID
+            }
+            for (from, to) in [(client, upstream), (upstream, client)] {
+                let thread = Thread { [self] in relay(id: id, from: from, to: to) }
+                thread.stackSize = 256 << 10
+                thread.start()
+            }
+        }
+    }
+
+    private func relay(id: Int, from: Int32, to: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        loop: while true {
+            let count = read(from, &buffer, buffer.count)
+            if count <= 0 { break }
+            while let link = state.withLock({ $0.links[id] }), link.frozen, !link.closing { usleep(20_000) }
+            if state.withLock({ $0.links[id]?.closing ?? true }) { break }
+            let delay = delayNanoseconds.load(ordering: .relaxed)
+            if delay > 0 { usleep(useconds_t(delay / 1000)) }
+            var sent = 0
+            while sent < count {
+                let written = buffer.withUnsafeBytes { write(to, $0.baseAddress! + sent, count - sent) }
+                if written <= 0 { break loop }
+                sent += written
+            }
+        }
+        finish(id: id)
+    }
+
+    /// The first direction to end shuts the other down; the last one closes both sockets.
+    private func finish(id: Int) {
+        let (link, last) = state.withLock { state -> (Link?, Bool) in
+            guard var link = state.links[id] else { return (nil, false) }
+            link.liveDirections -= 1
+            link.closing = true
+            if link.liveDirections == 0 { state.links[id] = nil } else { state.links[id] = link }
+            return (link, link.liveDirections == 0)
+        }
+        guard let link else { return }
+        if last {
+            close(link.client)
+            close(link.upstream)
+        } else {
+            shutdown(link.client, Int32(SHUT_RD))
+            shutdown(link.upstream, Int32(SHUT_RD))
+        }
+    }
+
+    private static func loopback(port: Int, host: String = "127.0.0.1") -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr(host)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        return address
+    }
+}
