@@ -30,6 +30,13 @@ public enum TestDatabase {
     public static func privateCluster() async throws -> PrivateCluster? {
         try await TestServer.shared.server().cluster
     }
+
+    /// The distribution's PgBouncer in front of the private cluster (one per pool mode and test
+    /// process); nil with TEST_DATABASE_URL.
+    public static func pgBouncer(_ mode: PrivatePgBouncer.PoolMode = .transaction) async throws -> PrivatePgBouncer? {
+        guard let cluster = try await privateCluster() else { return nil }
+        return try await TestServer.shared.pgBouncer(mode, cluster: cluster)
+    }
 }
 
 struct ServerHandle: Sendable {
@@ -44,6 +51,15 @@ struct ServerHandle: Sendable {
 actor TestServer {
     static let shared = TestServer()
     private var handle: ServerHandle?
+    private var bouncers: [PrivatePgBouncer.PoolMode: PrivatePgBouncer] = [:]
+
+    func pgBouncer(_ mode: PrivatePgBouncer.PoolMode, cluster: PrivateCluster) async throws -> PrivatePgBouncer {
+        if let running = bouncers[mode] { return running }
+        let started = try await PrivatePgBouncer.start(inFrontOf: cluster, poolMode: mode)
+        bouncers[mode] = started
+        atexit_bouncers.append(started)
+        return started
+    }
 
     func server() async throws -> ServerHandle {
         if let handle { return handle }
@@ -53,7 +69,10 @@ actor TestServer {
         } else {
             let cluster = try await PrivateCluster.start()
             atexit_cluster = cluster
-            atexit { atexit_cluster?.stop() }
+            atexit {
+                atexit_bouncers.forEach { $0.stop() }
+                atexit_cluster?.stop()
+            }
             made = ServerHandle(adminURL: cluster.url, cluster: cluster)
         }
         handle = made
@@ -63,6 +82,7 @@ actor TestServer {
 
 /// Read only by the process-exit hook.
 nonisolated(unsafe) private var atexit_cluster: PrivateCluster?
+nonisolated(unsafe) private var atexit_bouncers: [PrivatePgBouncer] = []
 
 enum DatabaseURL {
     /// Points a libpq URL or key=value conninfo at another database.
