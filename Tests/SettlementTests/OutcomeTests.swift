@@ -10,7 +10,9 @@ import XCTest
 final class OutcomeTests: XCTestCase {
     typealias T = SimReceipt.Transaction
 
-    func testEveryReceiptOutcome() async throws {
+    func testEveryReceiptOutcome() async throws { try await DatabaseRoute.each(checkEveryReceiptOutcome) }
+
+    private func checkEveryReceiptOutcome() async throws {
         let f = try await SettlementFixture()
         // The web tier's orders.
         try await f.order("o-alice", user: "alice", product: "coins_100")
@@ -119,7 +121,9 @@ final class OutcomeTests: XCTestCase {
         await f.stop()
     }
 
-    func testSandboxAllowedCreditsWithSandboxEnvironment() async throws {
+    func testSandboxAllowedCreditsWithSandboxEnvironment() async throws { try await DatabaseRoute.each(checkSandboxAllowedCreditsWithSandboxEnvironment) }
+
+    private func checkSandboxAllowedCreditsWithSandboxEnvironment() async throws {
         let f = try await SettlementFixture(allowSandbox: true)
         try await f.order("o1", user: "u1", product: "coins_100")
         let job = try await f.enqueue(user: "u1", order: "o1",
@@ -131,7 +135,9 @@ final class OutcomeTests: XCTestCase {
         await f.stop()
     }
 
-    func testSupportCreditsPaidNotCreditedExactlyOnce() async throws {
+    func testSupportCreditsPaidNotCreditedExactlyOnce() async throws { try await DatabaseRoute.each(checkSupportCreditsPaidNotCreditedExactlyOnce) }
+
+    private func checkSupportCreditsPaidNotCreditedExactlyOnce() async throws {
         let f = try await SettlementFixture()
         let job = try await f.enqueue(user: "grace", order: nil, receipt: f.receipt([T(transactionID: "t-grace", productID: "gems_50", quantity: 3)]))
         let finished = try await f.finished(job)
@@ -174,7 +180,9 @@ final class OutcomeTests: XCTestCase {
         await f.stop()
     }
 
-    func testConcurrentJobsForOneTransactionCreditOnce() async throws {
+    func testConcurrentJobsForOneTransactionCreditOnce() async throws { try await DatabaseRoute.each(checkConcurrentJobsForOneTransactionCreditOnce) }
+
+    private func checkConcurrentJobsForOneTransactionCreditOnce() async throws {
         let f = try await SettlementFixture()
         for index in 0..<6 { try await f.order("o-\(index)", user: "zed", product: "coins_100") }
         let receipt = f.receipt([T(transactionID: "t-zed", productID: "coins_100")])

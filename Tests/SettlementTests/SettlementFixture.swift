@@ -7,6 +7,33 @@ import Queue
 import Settlement
 import TestSupport
 
+/// How the fixture's worker reaches PostgreSQL (SPEC 8): directly, or through PgBouncer in
+/// transaction pooling mode with LISTEN direct, or through PgBouncer polling only.
+enum DatabaseRoute: String, CaseIterable, Sendable {
+    case direct, pgBouncer, pgBouncerPollOnly
+
+    @TaskLocal static var current = DatabaseRoute.direct
+
+    /// Runs `body` once per route (each with its own fixture), naming the route on failure.
+    static func each(_ body: () async throws -> Void) async throws {
+        for route in allCases {
+            do {
+                try await $current.withValue(route) { try await body() }
+            } catch {
+                throw RouteFailure(route: route, error: error)
+            }
+        }
+    }
+}
+
+struct RouteNotTaken: Error { let route: DatabaseRoute }
+
+struct RouteFailure: Error, CustomStringConvertible {
+    let route: DatabaseRoute
+    let error: Error
+    var description: String { "through \(route.rawValue): \(error)" }
+}
+
 /// A real database, apple-sim over real HTTP on loopback, and a worker running the
 /// Apple handler: purchases go in as the web tier would put them, outcomes come out.
 final class SettlementFixture: Sendable {
@@ -23,7 +50,10 @@ final class SettlementFixture: Sendable {
     init(allowSandbox: Bool = false, maxAttempts: Int = 4, sharedSecret: String = "shh-secret", serverAPI: Bool = false,
          appAppleID: Int64? = 4242) async throws {
         url = try await TestDatabase.fresh()
-        client = PostgresClient(conninfo: url, maxConnections: 4)
+        let route = DatabaseRoute.current
+        let bouncer = route == .direct ? nil : try await TestDatabase.pgBouncer(.transaction)
+        client = PostgresClient(conninfo: bouncer?.url(replacingIn: url) ?? url, maxConnections: 4)
+        if bouncer != nil, try await !client.withConnection({ $0.isBehindPooler }) { throw RouteNotTaken(route: route) }
         simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: sharedSecret))
         _ = try simulator.start()
         let logger = Logger(minimumLevel: .debug, sink: logs, redactor: Redactor(secrets: [sharedSecret]))
@@ -35,6 +65,7 @@ final class SettlementFixture: Sendable {
         configuration.maxAttempts = maxAttempts
         configuration.retryPolicy = .schedule([0.05])
         configuration.pollInterval = 0.05
+        configuration.listenForNotifications = route != .pgBouncerPollOnly
         signedData = try StoreKitSignedDataVerifier(
             configuration: StoreKitVerifierConfiguration(bundleID: Self.bundleID, appAppleID: appAppleID, allowSandbox: allowSandbox),
             trustedRoots: [simulator.serverAPI.signingChain.root])

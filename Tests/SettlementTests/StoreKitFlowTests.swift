@@ -19,7 +19,9 @@ final class StoreKitFlowTests: XCTestCase {
                               revocationReason: revoked ? "1" : nil, appAccountToken: token?.uuidString, environment: environment)
     }
 
-    func testSignedTransactionsFromTheApp() async throws {
+    func testSignedTransactionsFromTheApp() async throws { try await DatabaseRoute.each(checkSignedTransactionsFromTheApp) }
+
+    private func checkSignedTransactionsFromTheApp() async throws {
         let f = try await SettlementFixture()
         chain = f.simulator.serverAPI.signingChain
         let token = UUID()
@@ -56,7 +58,9 @@ final class StoreKitFlowTests: XCTestCase {
         await f.stop()
     }
 
-    func testNotificationsOverHTTPChargeRefundRestoreAndDuplicates() async throws {
+    func testNotificationsOverHTTPChargeRefundRestoreAndDuplicates() async throws { try await DatabaseRoute.each(checkNotificationsOverHTTPChargeRefundRestoreAndDuplicates) }
+
+    private func checkNotificationsOverHTTPChargeRefundRestoreAndDuplicates() async throws {
         let f = try await SettlementFixture()
         chain = f.simulator.serverAPI.signingChain
         let ingest = try IngestServer(configuration: try IngestServer.Configuration(listen: "127.0.0.1:0", token: "tok-123456"),
@@ -134,7 +138,9 @@ final class StoreKitFlowTests: XCTestCase {
         await f.stop()
     }
 
-    func testTransactionIDJobsThroughTheServerAPI() async throws {
+    func testTransactionIDJobsThroughTheServerAPI() async throws { try await DatabaseRoute.each(checkTransactionIDJobsThroughTheServerAPI) }
+
+    private func checkTransactionIDJobsThroughTheServerAPI() async throws {
         let f = try await SettlementFixture(serverAPI: true)
         let token = UUID()
         try await f.order("api-1", user: "max", product: "coins_100", token: token)
@@ -167,7 +173,9 @@ final class StoreKitFlowTests: XCTestCase {
         await bare.stop()
     }
 
-    func testProductionNotificationWithoutAppIDIsAConfigError() async throws {
+    func testProductionNotificationWithoutAppIDIsAConfigError() async throws { try await DatabaseRoute.each(checkProductionNotificationWithoutAppIDIsAConfigError) }
+
+    private func checkProductionNotificationWithoutAppIDIsAConfigError() async throws {
         let f = try await SettlementFixture(appAppleID: nil)
         let signed = try f.simulator.serverAPI.signingChain.signNotification(
             type: "TEST", transaction: nil, bundleID: SettlementFixture.bundleID, appAppleID: 4242, environment: .production)
