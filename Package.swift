@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP"]),
         .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ReceiptWorkerCLI", "TestSupport", "AppleSim", "AppStore", "Postgres", "HTTP"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ReceiptWorkerCLI", "TestSupport", "EmbeddedPostgres", "AppleSim", "AppStore", "Postgres", "HTTP"]),
     ],
     swiftLanguageModes: [.v6]
 )

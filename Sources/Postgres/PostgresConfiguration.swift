@@ -20,7 +20,7 @@ public struct PostgresConfiguration: Sendable {
     public var connectTimeout: Double = 10
     public var preparedStatements = PreparedStatements.auto
     /// The server ends a session left idle inside a transaction this long, releasing its row locks.
-    public var idleInTransactionTimeout: Double = 60
+    public var idleInTransactionTimeout: Double = 10
     /// Told about every call's result (`iap_db_calls_total`).
     public var observer: (any PostgresCallObserver)?
 

@@ -105,7 +105,7 @@ enum Settings {
                                                     help: "named prepared statements: auto = on direct, off behind PgBouncer")
     static let databaseIdleInTransactionTimeout = Setting(env: "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS",
                                                           flag: "database-idle-in-transaction-timeout", kind: .seconds(0.1...86_400),
-                                                          defaultValue: "60",
+                                                          defaultValue: "10",
                                                           help: "the server ends a session idle inside a transaction this long (its row locks go with it)")
     static let databasePoolSize = Setting(env: "DATABASE_POOL_SIZE", flag: "database-pool-size", kind: .wholeNumber(1...1_000), defaultValue: "4",
                                           help: "most pooled database connections of this process, whatever the load")
