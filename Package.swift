@@ -39,10 +39,13 @@ let package = Package(
         // Faces.
         .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability"]),
         .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability", "COpenSSL"]),
+        // Workloads the CLI runs but does not hold: the benchmarks and the demo's tour.
+        .target(name: "Workloads", dependencies: ["Postgres", "EmbeddedPostgres", "Observability", "HTTP", "Queue",
+                                                  "AppStore", "Settlement", "Ingest", "AppleSim"]),
         .executableTarget(
             name: "ReceiptWorkerCLI",
             dependencies: ["Postgres", "EmbeddedPostgres", "Observability", "HTTP", "Queue",
-                           "AppStore", "Settlement", "Ingest", "AppleSim"]
+                           "AppStore", "Settlement", "Ingest", "AppleSim", "Workloads"]
         ),
         .target(name: "TestSupport", dependencies: ["Postgres", "EmbeddedPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),

@@ -1,4 +1,5 @@
 import AppleSim
+import EmbeddedPostgres
 import Foundation
 import Postgres
 import TestSupport

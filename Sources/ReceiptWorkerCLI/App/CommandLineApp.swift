@@ -1,3 +1,4 @@
+import Observability
 import Foundation
 
 /// Dispatches `receipt-worker <command> …` and turns errors into exit codes:

@@ -1,6 +1,7 @@
 import EmbeddedPostgres
 import Foundation
 import Observability
+import Workloads
 
 /// The embedded default: with no DATABASE_URL, a private throw-away PostgreSQL that is
 /// removed when the command ends (also on Ctrl-C, and by a watchdog if we are killed).

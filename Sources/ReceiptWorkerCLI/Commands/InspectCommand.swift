@@ -1,3 +1,4 @@
+import Observability
 import AppStore
 import AppleSim
 import Foundation

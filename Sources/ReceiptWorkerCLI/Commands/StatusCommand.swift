@@ -1,3 +1,4 @@
+import Observability
 import Foundation
 import Postgres
 import Queue

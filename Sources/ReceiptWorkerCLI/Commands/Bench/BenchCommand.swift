@@ -1,10 +1,15 @@
 import Foundation
+import Workloads
 
+/// `receipt-worker bench NAME`: parses the flags and hands a database to the workload,
+/// which lives in the Workloads module.
 enum BenchCommand {
+    static let numberFlags = ["jobs", "concurrency", "claim-batch", "processes", "seconds"]
+
     static let spec = CommandSpec(
         name: "bench",
-        summary: "Benchmarks, one result line each: queue (throughput, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim), ingest, soak (faults), transport (the HTTP clients at 2,000 in flight).",
-        usage: "bench queue|apple|ingest|soak|transport [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--seconds N]",
+        summary: "Benchmarks, one result line each: queue (throughput direct and through PgBouncer, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim), ingest, soak (faults), chaos (every database connection frozen mid-run), transport (the HTTP clients at 2,000 in flight).",
+        usage: "bench queue|apple|ingest|soak|chaos|transport [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--seconds N]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
@@ -16,48 +21,37 @@ enum BenchCommand {
         positionals: 1...1)
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
-        switch runtime.options.positionals[0] {
-        case "queue": return try await QueueBenchmark(runtime: runtime).run()
-        case "ingest": return try await IngestBenchmark(runtime: runtime).run()
-        case "apple": return try await AppleBenchmark(runtime: runtime).run()
-        case "soak": return try await SoakBenchmark(runtime: runtime).run()
-        case "transport": return try await TransportBenchmark(runtime: runtime).run()
-        case let other: throw UsageError("unknown benchmark '\(other)' (benchmarks: queue, apple, ingest, soak, transport)")
+        let name = runtime.options.positionals[0]
+        let numbers = try numbers(runtime)
+        if name == "transport" {
+            return try await TransportBenchmark(context: BenchContext(databaseURL: "", cluster: nil, migrator: nil, numbers: numbers,
+                                                                      logger: runtime.logger)).run()
+        }
+        let workloads: [String: @Sendable (BenchContext) async throws -> Int32] = [
+            "queue": { try await QueueBenchmark(context: $0).run() },
+            "ingest": { try await IngestBenchmark(context: $0).run() },
+            "apple": { try await AppleBenchmark(context: $0).run() },
+            "soak": { try await SoakBenchmark(context: $0).run() },
+            "chaos": { try await ChaosBenchmark(context: $0).run() },
+        ]
+        guard let workload = workloads[name] else {
+            throw UsageError("unknown benchmark '\(name)' (benchmarks: \((workloads.keys.sorted() + ["transport"]).joined(separator: ", ")))")
+        }
+        let migrator = try MigrateCommand.loadMigrator(runtime)
+        return try await EmbeddedDatabase.withDatabase(runtime) { url, cluster in
+            try await workload(BenchContext(databaseURL: url, cluster: cluster, migrator: migrator, numbers: numbers,
+                                            logger: runtime.logger, databasePoolSize: runtime.databasePoolSize))
         }
     }
 
-    static func wholeNumber(_ runtime: Runtime, _ flag: String, default value: Int) throws -> Int {
-        guard let text = runtime.options.flag(flag) else { return value }
-        guard let number = Int(text), number > 0 else { throw UsageError("invalid --\(flag) '\(text)': must be a positive whole number") }
-        return number
+    /// The numeric flags given, each a positive whole number.
+    private static func numbers(_ runtime: Runtime) throws -> [String: Int] {
+        var numbers: [String: Int] = [:]
+        for flag in numberFlags {
+            guard let text = runtime.options.flag(flag) else { continue }
+            guard let number = Int(text), number > 0 else { throw UsageError("invalid --\(flag) '\(text)': must be a positive whole number") }
+            numbers[flag] = number
+        }
+        return numbers
     }
-}
-
-/// Peak resident set size of this process (VmHWM), in MiB.
-enum ResourceUsage {
-    static func peakRSSMiB(pid: String = "self") -> Double {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kib = Double(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
-        return kib / 1024
-    }
-
-    /// User + system CPU seconds used by this process so far.
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-    }
-}
-
-/// One result line per measurement: `bench queue drain: drain_jobs_per_s=34353 processes=1 ...`.
-enum BenchReport {
-    static func line(_ bench: String, _ name: String, _ fields: KeyValuePairs<String, String>) {
-        Console.print("bench \(bench) \(name): "
-                      + fields.map { "\($0.key)=\($0.value.contains(" ") ? "\"\($0.value)\"" : $0.value)" }.joined(separator: " "))
-    }
-
-    /// Whole numbers from 100 up, two decimals below.
-    static func figure(_ value: Double) -> String { value >= 100 ? String(Int(value.rounded())) : String(format: "%.2f", value) }
 }

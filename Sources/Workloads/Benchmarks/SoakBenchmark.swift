@@ -1,6 +1,7 @@
 import AppleSim
 import EmbeddedPostgres
 import Foundation
+import Observability
 import HTTP
 import Postgres
 import Synchronization
@@ -12,8 +13,10 @@ import Synchronization
 /// for another, PostgreSQL restarts once and a burst of malformed requests arrives. Then the
 /// queue drains and the ledger is checked against what apple-sim answered as paid. One result
 /// line; exit 0 only with no double credit, no lost receipt and no stuck job.
-struct SoakBenchmark {
-    let runtime: Runtime
+public struct SoakBenchmark: Sendable {
+    let context: BenchContext
+
+    public init(context: BenchContext) { self.context = context }
 
     static let receiptsPerSecond = 200.0
     static let workerCount = 4
@@ -24,10 +27,9 @@ struct SoakBenchmark {
     /// After the feed stops, how long the queue may take to drain before the leftovers count as stuck.
     static let drainLimit: Duration = .seconds(180)
 
-    func run() async throws -> Int32 {
-        let seconds = try BenchCommand.wholeNumber(runtime, "seconds", default: 120)
-        let migrator = try MigrateCommand.loadMigrator(runtime)
-        return try await EmbeddedDatabase.withDatabase(runtime) { url, cluster in
+    public func run() async throws -> Int32 {
+        let seconds = context.number("seconds", default: 120)
+        return try await context.withDatabase { url, cluster in
             // Fresh per run: secrets to look for in the logs, and a tag that tells this run's rows apart.
             let secret = "soak-secret-" + UUID().uuidString
             let token = "soak-token-" + UUID().uuidString
@@ -38,7 +40,7 @@ struct SoakBenchmark {
             let processes = try SoakProcesses()
             let transport = try SocketHTTPTransport(configuration: .init(maxIdleConnectionsPerHost: SoakFeeder.lanes))
             do {
-                try await client.withConnection { _ = try await migrator.migrate($0) }
+                try await context.migrate(client)
                 try simulator.start()
                 let run = SoakRun(seconds: seconds, url: url, cluster: cluster, client: client, simulator: simulator,
                                   processes: processes, transport: transport, secret: secret, token: token, tag: tag)
@@ -456,7 +458,7 @@ private final class SoakProcesses: Sendable {
 
     init() throws {
         var template = Array("/tmp/receipt-worker-soak.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw UsageError("cannot create a temp folder in /tmp") }
+        guard let made = mkdtemp(&template) else { throw WorkloadError("cannot create a temp folder in /tmp") }
         logDirectory = String(cString: made)
     }
 
@@ -485,7 +487,7 @@ private final class SoakProcesses: Sendable {
             if !reapExited().isEmpty { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw UsageError("bench soak: the ingest process did not start (see \(logPath("ingest")))")
+        throw WorkloadError("bench soak: the ingest process did not start (see \(logPath("ingest")))")
     }
 
     /// SIGKILL, as a crash or the OOM killer would, then reaped.

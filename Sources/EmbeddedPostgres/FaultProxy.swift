@@ -4,7 +4,7 @@ import Glibc
 #endif
 import Synchronization
 
-/// A TCP relay on loopback for fault drills: every accepted connection is forwarded to
+/// A TCP relay on loopback for fault drills (tests and `bench chaos`): every accepted connection is forwarded to
 /// the target, and a test can reset connections (RST), delay all forwarding, or freeze
 /// the connections open at that moment — they stay open and silent, as when a host
 /// crashes, a primary fails over or a NAT entry is dropped. New connections are unaffected.

@@ -1,6 +1,7 @@
 import AppStore
 import AppleSim
 import Foundation
+import Observability
 import HTTP
 
 /// `bench transport`: the HTTP clients alone under Apple-shaped load — `--concurrency`
@@ -8,12 +9,14 @@ import HTTP
 /// the socket transport to apple-sim (http), the socket transport over TLS to a local https
 /// server (how the worker reaches Apple), and FoundationNetworking's URLSession to apple-sim,
 /// kept for comparison (it was the first https path and stalls under this load).
-struct TransportBenchmark {
-    let runtime: Runtime
+public struct TransportBenchmark: Sendable {
+    let context: BenchContext
 
-    func run() async throws -> Int32 {
-        let concurrency = try BenchCommand.wholeNumber(runtime, "concurrency", default: 2_000)
-        let seconds = Double(try BenchCommand.wholeNumber(runtime, "seconds", default: 20))
+    public init(context: BenchContext) { self.context = context }
+
+    public func run() async throws -> Int32 {
+        let concurrency = context.number("concurrency", default: 2_000)
+        let seconds = Double(context.number("seconds", default: 20))
         let simulator = AppleSimulator(configuration: AppleSimConfiguration(faults: AppleSimFaults(latency: SimLatency(.seconds(3)))))
         _ = try simulator.start()
         defer { Task { await simulator.shutdown() } }

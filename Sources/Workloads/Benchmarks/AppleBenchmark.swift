@@ -1,20 +1,22 @@
 import AppStore
 import AppleSim
 import Foundation
+import Observability
 import Postgres
 
 /// `bench apple`: receipts verified with apple-sim over HTTP and credited, by one real
 /// `work` process: at 0 latency (what the worker itself costs) and at Apple's 3 s with
 /// WORKER_CONCURRENCY=2000 (what Little's law allows: 2000 / 3 s = 667/s).
-struct AppleBenchmark {
-    let runtime: Runtime
+public struct AppleBenchmark: Sendable {
+    let context: BenchContext
 
-    func run() async throws -> Int32 {
-        let fastCount = try BenchCommand.wholeNumber(runtime, "jobs", default: 20_000)
-        let migrator = try MigrateCommand.loadMigrator(runtime)
-        return try await EmbeddedDatabase.withDatabase(runtime) { url, cluster in
+    public init(context: BenchContext) { self.context = context }
+
+    public func run() async throws -> Int32 {
+        let fastCount = context.number("jobs", default: 20_000)
+        return try await context.withDatabase { url, cluster in
             let client = PostgresClient(conninfo: url, maxConnections: 2, applicationName: "receipt-worker-bench")
-            try await client.withConnection { _ = try await migrator.migrate($0) }
+            try await context.migrate(client)
             BenchReport.line("apple", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)",
                              "cores": "\(ProcessInfo.processInfo.activeProcessorCount)", "apple": "apple-sim over loopback HTTP"])
 

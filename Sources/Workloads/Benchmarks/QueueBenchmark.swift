@@ -7,31 +7,52 @@ import Synchronization
 
 /// `bench queue`: River-style burn-down of no-op jobs, plus the raw-SQL ceiling measured
 /// in the same run, NOTIFY latency with idle workers, and the cost of an idle worker.
-struct QueueBenchmark {
-    let runtime: Runtime
+public struct QueueBenchmark: Sendable {
+    let context: BenchContext
 
-    func run() async throws -> Int32 {
-        let jobs = try BenchCommand.wholeNumber(runtime, "jobs", default: 100_000)
-        let concurrency = try BenchCommand.wholeNumber(runtime, "concurrency", default: 1_000)
-        let claimBatch = try BenchCommand.wholeNumber(runtime, "claim-batch", default: 1_000)
-        let processes = try BenchCommand.wholeNumber(runtime, "processes", default: 4)
-        let migrator = try MigrateCommand.loadMigrator(runtime)
-        return try await EmbeddedDatabase.withDatabase(runtime) { url, cluster in
+    public init(context: BenchContext) { self.context = context }
+
+    public func run() async throws -> Int32 {
+        let jobs = context.number("jobs", default: 100_000)
+        let concurrency = context.number("concurrency", default: 1_000)
+        let claimBatch = context.number("claim-batch", default: 1_000)
+        let processes = context.number("processes", default: 4)
+        return try await context.withDatabase { url, cluster in
             let client = PostgresClient(conninfo: url, maxConnections: 6, applicationName: "receipt-worker-bench")
-            try await client.withConnection { _ = try await migrator.migrate($0) }
+            try await context.migrate(client)
             _ = try await client.query("TRUNCATE iap.jobs")
             BenchReport.line("queue", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)", "cores": "\(ProcessInfo.processInfo.activeProcessorCount)"])
 
             let enqueueRate = try await enqueue(client, count: jobs, tag: "a")
             BenchReport.line("queue", "enqueue", ["enqueue_jobs_per_s": BenchReport.figure(enqueueRate), "jobs": "\(jobs)", "via": "COPY+INSERT..SELECT"])
 
-            let drain = try await drainInProcess(client, url: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
+            let direct = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-bench-worker")
+            let drain = try await drainInProcess(client, worker: direct, listenURL: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
             BenchReport.line("queue", "drain", ["drain_jobs_per_s": BenchReport.figure(drain), "processes": "1", "concurrency": "\(concurrency)",
                              "claim_batch": "\(claimBatch)", "peak_rss_mb": BenchReport.figure(ResourceUsage.peakRSSMiB())])
 
             _ = try await enqueue(client, count: jobs, tag: "b")
             let ceiling = try await rawSQLCeiling(client, jobs: jobs, batch: claimBatch)
             BenchReport.line("queue", "raw_sql", ["raw_sql_ceiling_jobs_per_s": BenchReport.figure(ceiling), "drain_to_ceiling_ratio": String(format: "%.2f", drain / ceiling)])
+
+            // What unnamed statements (the only kind a transaction pooler allows) cost the hot path.
+            _ = try await enqueue(client, count: jobs, tag: "u")
+            var unnamed = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-bench-worker")
+            unnamed.preparedStatements = .off
+            let unnamedDrain = try await drainInProcess(client, worker: unnamed, listenURL: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
+            BenchReport.line("queue", "drain_unnamed_statements", ["drain_jobs_per_s": BenchReport.figure(unnamedDrain),
+                             "drain_to_ceiling_ratio": String(format: "%.2f", unnamedDrain / ceiling),
+                             "vs_prepared": String(format: "%.2f", unnamedDrain / drain)])
+            if let cluster {
+                let bouncer = try await PrivatePgBouncer.start(inFrontOf: cluster, poolMode: .transaction, poolSize: 8)
+                defer { bouncer.stop() }
+                _ = try await enqueue(client, count: jobs, tag: "p")
+                let pooled = PostgresConfiguration(conninfo: bouncer.url(replacingIn: url), applicationName: "receipt-worker-bench-worker")
+                let pooledDrain = try await drainInProcess(client, worker: pooled, listenURL: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
+                BenchReport.line("queue", "drain_pgbouncer", ["drain_jobs_per_s": BenchReport.figure(pooledDrain),
+                                 "drain_to_ceiling_ratio": String(format: "%.2f", pooledDrain / ceiling),
+                                 "pool_mode": "transaction", "listen": "direct"])
+            }
 
             _ = try await enqueue(client, count: jobs, tag: "c")
             let multi = try await drainWithProcesses(client, url: url, jobs: jobs, processes: processes,
@@ -79,13 +100,16 @@ struct QueueBenchmark {
 
     private func quietLogger() -> Logger { Logger(minimumLevel: .warning, sink: StandardOutputSink()) }
 
-    private func drainInProcess(_ client: PostgresClient, url: String, jobs: Int, concurrency: Int, claimBatch: Int) async throws -> Double {
+    /// One in-process worker with the default pool, its sessions made from `worker`.
+    private func drainInProcess(_ client: PostgresClient, worker database: PostgresConfiguration, listenURL: String, jobs: Int,
+                                concurrency: Int, claimBatch: Int) async throws -> Double {
         var configuration = QueueConfiguration()
         configuration.concurrency = concurrency
         configuration.claimBatch = claimBatch
-        let workerClient = PostgresClient(conninfo: url, maxConnections: 4, applicationName: "receipt-worker-bench-worker")
+        configuration.databasePoolSize = context.databasePoolSize
+        let workerClient = PostgresClient(configuration: database, maxConnections: context.databasePoolSize)
         let worker = QueueWorker(store: QueueStore(client: workerClient), handler: NoOpHandler(), configuration: configuration,
-                                 logger: quietLogger(), metrics: QueueMetrics(registry: MetricsRegistry()), listenerConninfo: url)
+                                 logger: quietLogger(), metrics: QueueMetrics(registry: MetricsRegistry()), listenerConninfo: listenURL)
         let started = ContinuousClock.now
         let run = Task { await worker.run() }
         try await waitUntilDrained(client)
@@ -199,6 +223,3 @@ struct QueueBenchmark {
     }
 }
 
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

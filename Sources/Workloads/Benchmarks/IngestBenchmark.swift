@@ -8,25 +8,26 @@ import Postgres
 /// `bench ingest`: committed receipts per second through the HTTP API (an in-process
 /// `IngestServer` driven by keep-alive clients), then NDJSON lines per second through `BulkLoader`.
 /// `--jobs N` sets the HTTP requests (default 30000), `--concurrency N` the client connections (default 64).
-struct IngestBenchmark {
-    let runtime: Runtime
+public struct IngestBenchmark: Sendable {
+    let context: BenchContext
+
+    public init(context: BenchContext) { self.context = context }
 
     static let targetCommittedPerSecond = 5_000.0
     static let targetP99Milliseconds = 50.0
     static let targetLinesPerSecond = 50_000.0
     static let ndjsonLines = 200_000
 
-    func run() async throws -> Int32 {
-        let requests = try BenchCommand.wholeNumber(runtime, "jobs", default: 30_000)
-        let clients = try BenchCommand.wholeNumber(runtime, "concurrency", default: 64)
-        let migrator = try MigrateCommand.loadMigrator(runtime)
-        return try await EmbeddedDatabase.withDatabase(runtime) { url, cluster in
+    public func run() async throws -> Int32 {
+        let requests = context.number("jobs", default: 30_000)
+        let clients = context.number("concurrency", default: 64)
+        return try await context.withDatabase { url, cluster in
             let client = PostgresClient(conninfo: url, maxConnections: 2, applicationName: "receipt-worker-bench")
             do {
-                try await client.withConnection { _ = try await migrator.migrate($0) }
+                try await context.migrate(client)
                 BenchReport.line("ingest", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)",
                                  "cores": "\(ProcessInfo.processInfo.activeProcessorCount)",
-                                 "db_connections": "\(IngestCommand.databaseConnections)"])
+                                 "db_connections": "\(context.databasePoolSize)"])
                 // A tag of our own: with DATABASE_URL the rows are told apart from real ones, and removed after.
                 let tag = "bench-ingest-" + UUID().uuidString.prefix(8).lowercased()
                 try await measure(client, url: url, tag: tag, requests: requests, clients: clients)
@@ -73,7 +74,7 @@ struct IngestBenchmark {
 
     private func httpIngest(url: String, tag: String, requests: Int, clients: Int) async throws -> HTTPResult {
         let token = UUID().uuidString
-        let database = PostgresClient(conninfo: url, maxConnections: IngestCommand.databaseConnections,
+        let database = PostgresClient(conninfo: url, maxConnections: context.databasePoolSize,
                                       applicationName: "receipt-worker-bench-ingest")
         let server = try IngestServer(configuration: .init(listen: "127.0.0.1:0", token: token), database: database,
                                       logger: Logger(minimumLevel: .warning))
