@@ -66,7 +66,8 @@ final class OperationsTests: XCTestCase {
         let names = Set(families.map(\.name))
         for required in ["iap_jobs_claimed_total", "iap_jobs_finished_total", "iap_job_retries_total", "iap_jobs",
                          "iap_queue_oldest_age_seconds", "iap_apple_requests_total", "iap_apple_request_duration_seconds",
-                         "iap_inflight_verifications", "iap_credits_total", "iap_alerts_open", "iap_alerts_total"] {
+                         "iap_inflight_verifications", "iap_credits_total", "iap_alerts_open", "iap_alerts_total",
+                         "iap_db_calls_total", "iap_db_connections", "iap_leader"] {
             XCTAssertTrue(names.contains(required), "missing \(required)")
         }
         XCTAssertEqual(families.first { $0.name == "iap_apple_request_duration_seconds" }?.type, "histogram")
@@ -81,6 +82,13 @@ final class OperationsTests: XCTestCase {
         XCTAssertEqual(value("iap_alerts_open", ["kind": "paid_not_credited"]), 1)
         XCTAssertEqual(value("iap_alerts_total", ["kind": "receipt_replay"]), 1)
         XCTAssertGreaterThanOrEqual(value("iap_job_retries_total", ["reason": "status_21002"]) ?? 0, 2)
+        // SPEC 8: database calls by result, the pool by state, and the lease (a lone worker leads).
+        XCTAssertGreaterThan(value("iap_db_calls_total", ["result": "ok"]) ?? 0, 10)
+        XCTAssertEqual(value("iap_db_calls_total", ["result": "timeout"]), 0)
+        let pooled = (value("iap_db_connections", ["state": "idle"]) ?? 0) + (value("iap_db_connections", ["state": "busy"]) ?? 0)
+        XCTAssertGreaterThan(pooled, 0)
+        XCTAssertLessThanOrEqual(pooled, 4, "DATABASE_POOL_SIZE")
+        XCTAssertEqual(value("iap_leader"), 1)
         XCTAssertFalse(text.contains("ops-secret"))
         let health = try await web.send("GET", port: port, path: "/healthz")
         XCTAssertEqual(health.status, 200)

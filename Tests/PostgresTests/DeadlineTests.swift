@@ -36,6 +36,20 @@ final class DeadlineTests: XCTestCase {
         await client.close()
     }
 
+    func testTheUsersConninfoWinsOverOurDefaults() async throws {
+        let url = try await TestDatabase.fresh(migrated: false)
+        let mine = try await PostgresConnection.connect(PostgresConfiguration(conninfo: url, applicationName: "ours"))
+        let ours = try await mine.query("SELECT current_setting('application_name'), current_setting('idle_in_transaction_session_timeout')")[0]
+        XCTAssertEqual(try ours.decode(String.self, at: 0), "ours")
+        XCTAssertEqual(try ours.decode(String.self, at: 1), "10s", "direct sessions carry the idle-in-transaction limit")
+        await mine.close()
+        let theirs = try await PostgresConnection.connect(PostgresConfiguration(conninfo: url + "&application_name=theirs&keepalives_idle=42",
+                                                                                applicationName: "ours"))
+        let name = try await theirs.query("SELECT current_setting('application_name')")[0].decode(String.self, at: 0)
+        XCTAssertEqual(name, "theirs")
+        await theirs.close()
+    }
+
     func testConnectToASilentServerTimesOut() async throws {
         // A socket that listens but never speaks: TCP connects, the startup never completes.
         let silent = try SilentListener()
