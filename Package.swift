@@ -21,19 +21,21 @@ let package = Package(
         ),
         // Only what Swift cannot import from OpenSSL's headers (macros, variadics).
         .target(name: "CCryptoShim", dependencies: ["COpenSSL"]),
+        // A leaf: UTC calendar fields and the timestamp texts of logs, PostgreSQL and Apple.
+        .target(name: "UTCTime"),
         // Database access: libpq connections on their own threads, typed rows, COPY, LISTEN/NOTIFY.
-        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "UTCTime"]),
         // A private throw-away cluster from the system initdb/pg_ctl (demo, tests, benchmarks).
         .target(name: "EmbeddedPostgres"),
         // Leaves: logging and metrics; a small HTTP/1.1 server and client transport (TLS on OpenSSL).
-        .target(name: "Observability"),
+        .target(name: "Observability", dependencies: ["UTCTime"]),
         .target(name: "HTTP", dependencies: ["CLinuxShim", "COpenSSL", "CCryptoShim"]),
         // epoll, eventfd, accept4: what Swift's Glibc module does not import.
         .target(name: "CLinuxShim"),
         // The generic job engine: claim, complete, retry, leases, maintenance, shutdown.
         .target(name: "Queue", dependencies: ["Postgres", "Observability"]),
         // Apple: wire formats, status codes, verifyReceipt client.
-        .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim"]),
+        .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim", "UTCTime"]),
         // The money: matching, crediting, alerts.
         .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability", "HTTP"]),
         // Faces.
@@ -48,6 +50,7 @@ let package = Package(
                            "AppStore", "Settlement", "Ingest", "AppleSim", "Workloads"]
         ),
         .target(name: "TestSupport", dependencies: ["Postgres", "EmbeddedPostgres"], path: "Tests/TestSupport"),
+        .testTarget(name: "UTCTimeTests", dependencies: ["UTCTime"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "AppleSim"]),

@@ -1,4 +1,5 @@
 import Foundation
+import UTCTime
 
 /// Command output for people (tables, summaries), written at once so it interleaves
 /// correctly with log lines, which go straight to the file descriptor too.
@@ -19,5 +20,5 @@ public enum Console {
     }
 
     /// Timestamps in tables and JSON for people: ISO 8601, UTC.
-    public static func timestamp(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }
+    public static func timestamp(_ date: Date) -> String { UTCDateTime(date).text() }
 }

@@ -1,3 +1,4 @@
+import UTCTime
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -87,32 +88,9 @@ private func hexDigit(_ nibble: UInt32) -> Character {
     Character(Unicode.Scalar(UInt8(nibble < 10 ? 0x30 + nibble : 0x41 + nibble - 10)))
 }
 
-/// `2026-11-21T04:10:57.123Z`, formatted by hand: a DateFormatter per line would dominate logging cost.
+/// `2026-11-21T04:10:57.123Z`.
 func utcTimestamp(seconds: Int, nanoseconds: Int) -> String {
-    var time = time_t(seconds)
-    var parts = tm()
-    gmtime_r(&time, &parts)
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(24)
-    func digits(_ value: Int32, _ width: Int, then separator: UInt8? = nil) {
-        var divisor: Int32 = 1
-        for _ in 1..<width { divisor *= 10 }
-        var rest = value
-        while divisor > 0 {
-            bytes.append(0x30 + UInt8(truncatingIfNeeded: rest / divisor % 10))
-            rest %= divisor
-            divisor /= 10
-        }
-        if let separator { bytes.append(separator) }
-    }
-    digits(parts.tm_year + 1900, 4, then: UInt8(ascii: "-"))
-    digits(parts.tm_mon + 1, 2, then: UInt8(ascii: "-"))
-    digits(parts.tm_mday, 2, then: UInt8(ascii: "T"))
-    digits(parts.tm_hour, 2, then: UInt8(ascii: ":"))
-    digits(parts.tm_min, 2, then: UInt8(ascii: ":"))
-    digits(parts.tm_sec, 2, then: UInt8(ascii: "."))
-    digits(Int32(nanoseconds / 1_000_000), 3, then: UInt8(ascii: "Z"))
-    return String(decoding: bytes, as: UTF8.self)
+    UTCDateTime(seconds: seconds, nanoseconds: nanoseconds).text(fractionDigits: 3)
 }
 
 /// Current wall-clock time as an ISO-8601 UTC timestamp with milliseconds.
