@@ -43,16 +43,7 @@ public struct AppleBenchmark: Sendable {
                          claimBatch: Int, tag: String) async throws -> (rate: Double, rssMiB: Double) {
         let simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: "bench-secret", faults: AppleSimFaults(latency: latency)))
         _ = try simulator.start()
-        _ = try await client.query("""
-            INSERT INTO iap.orders (order_id, user_id, product_id)
-            SELECT $1 || '-o' || n, $1 || '-u' || n, 'coins_100' FROM generate_series(1, $2) AS n
-            """, [tag, count])
-        // Tens of thousands of orders appeared a moment ago; a live table's statistics would
-        // already know them (autovacuum), and plans made from an empty table's would not.
-        _ = try await client.query("ANALYZE iap.orders")
-        let receipts = (1...count).map {
-            SimReceipt(bundleID: "com.example.bench", transactions: [.init(transactionID: "\(tag)-\($0)", productID: "coins_100")]).mint()
-        }
+        let paid = try await PaidReceipts.prepare(client, tag: tag, count: count, bundleID: "com.example.bench")
         let before = try await credits(client)
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
         let worker = try WorkerSpawner.spawn(binary, ["work"], environment: [
@@ -63,9 +54,7 @@ public struct AppleBenchmark: Sendable {
             "WORKER_CONCURRENCY": "\(concurrency)", "CLAIM_BATCH": "\(claimBatch)", "APPLE_TIMEOUT_SECONDS": "10",
         ])
         try await Task.sleep(for: .milliseconds(500)) // the worker is up and listening before the burst
-        _ = try await client.query("""
-            SELECT count(iap.enqueue_receipt(u, o, r)) FROM unnest($1::text[], $2::text[], $3::text[]) AS x(u, o, r)
-            """, [(1...count).map { "\(tag)-u\($0)" }, (1...count).map { "\(tag)-o\($0)" }, receipts])
+        try await paid.enqueue(client)
         let started = ContinuousClock.now
         var peakRSS = 0.0
         while try await credits(client) - before < count {

@@ -32,7 +32,7 @@ public struct ChaosBenchmark: Sendable {
             try await context.migrate(client)
             _ = try simulator.start()
             let tag = "chaos-" + UUID().uuidString.prefix(8).lowercased()
-            try await enqueuePaidReceipts(client, count: count, tag: tag)
+            try await PaidReceipts.prepare(client, tag: tag, count: count, bundleID: "com.example.chaos").enqueue(client)
             BenchReport.line("chaos", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)",
                              "workers": "\(Self.workers)", "receipts": "\(count)", "lease_s": BenchReport.figure(Self.leaseSeconds),
                              "db_call_timeout_s": "5", "idle_in_transaction_timeout_s": "5", "leader_ttl_s": "5"])
@@ -74,20 +74,6 @@ public struct ChaosBenchmark: Sendable {
             await client.close()
             return passed ? 0 : 1
         }
-    }
-
-    private func enqueuePaidReceipts(_ client: PostgresClient, count: Int, tag: String) async throws {
-        _ = try await client.query("""
-            INSERT INTO iap.orders (order_id, user_id, product_id)
-            SELECT $1 || '-o' || n, $1 || '-u' || n, 'coins_100' FROM generate_series(1, $2) AS n
-            """, [tag, count])
-        _ = try await client.query("ANALYZE iap.orders")
-        let receipts = (1...count).map {
-            SimReceipt(bundleID: "com.example.chaos", transactions: [.init(transactionID: "\(tag)-\($0)", productID: "coins_100")]).mint()
-        }
-        _ = try await client.query("""
-            SELECT count(iap.enqueue_receipt(u, o, r)) FROM unnest($1::text[], $2::text[], $3::text[]) AS x(u, o, r)
-            """, [(1...count).map { "\(tag)-u\($0)" }, (1...count).map { "\(tag)-o\($0)" }, receipts])
     }
 
     private func credits(_ client: PostgresClient, tag: String) async throws -> Int {
