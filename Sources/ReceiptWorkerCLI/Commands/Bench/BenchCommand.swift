@@ -4,12 +4,12 @@ import Workloads
 /// `receipt-worker bench NAME`: parses the flags and hands a database to the workload,
 /// which lives in the Workloads module.
 enum BenchCommand {
-    static let numberFlags = ["jobs", "concurrency", "claim-batch", "processes", "seconds"]
+    static let numberFlags = ["jobs", "concurrency", "claim-batch", "processes", "seconds", "in-flight"]
 
     static let spec = CommandSpec(
         name: "bench",
         summary: "Benchmarks, one result line each: queue (throughput direct and through PgBouncer, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim), ingest, soak (faults), chaos (every database connection frozen mid-run), transport (the HTTP clients at 2,000 in flight).",
-        usage: "bench queue|apple|ingest|soak|chaos|transport [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--seconds N]",
+        usage: "bench queue|apple|ingest|soak|chaos|transport [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--seconds N] [--in-flight N]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
@@ -17,6 +17,7 @@ enum BenchCommand {
             CommandFlag(name: "claim-batch", takesValue: true, help: "jobs per claim (default 1000)"),
             CommandFlag(name: "processes", takesValue: true, help: "worker processes for the multi-process drain (default 4)"),
             CommandFlag(name: "seconds", takesValue: true, help: "soak: how long to run (default 120)"),
+            CommandFlag(name: "in-flight", takesValue: true, help: "apple: Apple requests in flight in the 3 s phase (default 2000)"),
         ],
         positionals: 1...1)
 
