@@ -86,10 +86,12 @@ public struct AppleBenchmark: Sendable {
             "WORKER_CONCURRENCY": "\(concurrency)", "CLAIM_BATCH": "\(claimBatch)", "APPLE_TIMEOUT_SECONDS": "10",
         ])
         try await Task.sleep(for: .milliseconds(500)) // the worker is up and listening before the burst
-        let workerCPU = ResourceUsage.cpuSeconds(pid: worker)
-        let serverCPU = postmaster.map { ResourceUsage.cpuSeconds(processTree: $0) }
+        // One statement enqueues them all: the worker sees none before it commits, so the clock
+        // and the CPU counters start there (the web tier's enqueue is not the money path's cost).
         try await paid.enqueue(client)
         let started = ContinuousClock.now
+        let workerCPU = ResourceUsage.cpuSeconds(pid: worker)
+        let serverCPU = postmaster.map { ResourceUsage.cpuSeconds(processTree: $0) }
         var peakRSS = 0.0
         while try await credits(client) - before < count {
             peakRSS = max(peakRSS, ResourceUsage.peakRSSMiB(pid: String(worker)))
