@@ -19,7 +19,7 @@ struct JobPage {
             <dt>last error</dt><dd class="error-text">\(job.lastError)</dd>
             <dt>created</dt><dd>\(DisplayFormat.time(job.createdAt))</dd>
             <dt>next run</dt><dd>\(DisplayFormat.time(detail.runAt))</dd>
-            <dt>leased by</dt><dd>\(detail.leasedBy) \(detail.leaseExpiresAt.map { "until " + DisplayFormat.time($0) })</dd>
+            <dt>leased by</dt><dd>\(detail.leasedBy.map { "\($0) until \(DisplayFormat.time(detail.leaseExpiresAt))" })</dd>
             <dt>finished</dt><dd>\(DisplayFormat.time(job.finishedAt))</dd>
             </dl></section>
             """

@@ -3,7 +3,10 @@ enum Components {
     static func table(_ headers: [String], _ rows: [[HTML]], empty: String = "Nothing here.") -> HTML {
         guard !rows.isEmpty else { return "<p class=\"empty\">\(empty)</p>" }
         let head = HTML.join(headers.map { header -> HTML in "<th scope=\"col\">\(header)</th>" })
-        let body = HTML.join(rows.map { cells -> HTML in "<tr>\(cells.map { cell -> HTML in "<td>\(cell)</td>" })</tr>" })
+        // data-label lets a phone show each row as a card, the header beside each value.
+        let body = HTML.join(rows.map { cells -> HTML in
+            "<tr>\(zip(headers, cells).map { header, cell -> HTML in "<td data-label=\"\(header)\">\(cell)</td>" })</tr>"
+        })
         return "<div class=\"scroll\"><table><thead><tr>\(head)</tr></thead><tbody>\(body)</tbody></table></div>"
     }
 

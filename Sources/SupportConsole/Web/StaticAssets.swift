@@ -28,7 +28,8 @@ enum StaticAssets {
         table { width: 100%; border-collapse: collapse; background: var(--paper); font-size: .9rem; }
         th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
         th { font-size: .78rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); white-space: nowrap; }
-        td { overflow-wrap: anywhere; }
+        td { overflow-wrap: break-word; }
+        .card h2:first-child { margin-top: 0; }
         .badge { display: inline-block; padding: 0 .45rem; border-radius: 999px; font-size: .8rem; white-space: nowrap; background: #e8ebf0; }
         .badge.ok { background: #dff3e7; color: var(--ok); }
         .badge.warn { background: #fdf0d9; color: var(--warn); }
@@ -59,7 +60,13 @@ enum StaticAssets {
             body { font-size: 14px; }
             main { padding: .6rem; }
             header.top .who { margin-left: 0; width: 100%; }
-            th, td { padding: .35rem .3rem; }
+            table, thead, tbody, tr, td { display: block; }
+            thead { display: none; }
+            tr { border-bottom: 1px solid var(--line); padding: .4rem 0; }
+            td { display: grid; grid-template-columns: 7.5rem 1fr; gap: .5rem; border: none; padding: .15rem .5rem; overflow-wrap: anywhere; }
+            td::before { content: attr(data-label); font-size: .75rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); }
+            td[data-label=""]::before { content: none; }
+            td[data-label=""] { display: block; }
         }
         """
 
