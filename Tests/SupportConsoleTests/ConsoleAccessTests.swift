@@ -210,4 +210,28 @@ final class ConsoleAccessTests: XCTestCase {
         await session.close()
         await harness.close()
     }
+
+    func testAppleOrderLookupAndItsCreditAreAudited() async throws {
+        let lookup = FakeOrderLookup()
+        let harness = try await ConsoleHarness(lookup: lookup)
+        let session = try ConsoleSession(baseURL: harness.baseURL)
+        _ = try await session.signIn("sam", password: ConsoleHarness.password)
+        let token = try await session.csrfToken()
+        let bad = try await session.post("/lookup", [("csrf", token), ("apple_order_id", "MK5<script>")])
+        XCTAssertEqual(bad.status, 400)
+        let found = try await session.post("/lookup", [("csrf", token), ("apple_order_id", "MK5TTTVWJH")])
+        XCTAssertEqual(found.status, 200)
+        XCTAssertTrue(found.text.contains("2000000000000099") && found.text.contains("action=\"/lookup/credit\""))
+        let credited = try await session.post("/lookup/credit", [("csrf", token), ("apple_order_id", "MK5TTTVWJH"),
+                                                                 ("transaction_id", "2000000000000099"), ("user_id", "alice"),
+                                                                 ("order_id", "order-alice-1")])
+        XCTAssertEqual(credited.status, 200)
+        XCTAssertTrue(credited.text.contains("credited 2000000000000099 to order order-alice-1"))
+        XCTAssertEqual(lookup.credits.withLock { $0 }, ["2000000000000099"])
+        let actions: [String] = try await harness.client.query("SELECT action FROM iap.audit_log WHERE actor = 'sam' ORDER BY id")
+            .map { try $0.decode(String.self, at: 0) }
+        XCTAssertEqual(actions, ["login", "lookup", "lookup_credit"])
+        await session.close()
+        await harness.close()
+    }
 }
