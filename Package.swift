@@ -54,7 +54,7 @@ let package = Package(
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP"]),
         .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
-        .testTarget(name: "SupportConsoleTests", dependencies: ["SupportConsole", "TestSupport", "HTTP", "Observability", "Postgres",
+        .testTarget(name: "SupportConsoleTests", dependencies: ["SupportConsole", "TestSupport", "EmbeddedPostgres", "HTTP", "Observability", "Postgres",
                                                                 "Settlement", "Queue", "Ingest"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ReceiptWorkerCLI", "TestSupport", "AppleSim", "AppStore", "Postgres", "HTTP"]),
     ],

@@ -1,4 +1,5 @@
 import Foundation
+import SupportConsole
 import TestSupport
 import XCTest
 
@@ -9,11 +10,27 @@ final class ConsoleBrowserTests: XCTestCase {
     static let screenshots = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent(".build/console-screenshots").path
 
-    private func browser() async throws -> WebDriver {
+    /// A browser and a console for `body`, both stopped afterwards whether it passed or threw.
+    private func withBrowser(lookup: (any AppleOrderLookup)? = nil,
+                             _ body: (WebDriver, ConsoleHarness) async throws -> Void) async throws {
         guard WebDriver.isInstalled else {
             throw XCTSkip("chromium and chromium-driver are not installed (.ci/run installs them)")
         }
-        return try await WebDriver.start()
+        let browser = try await WebDriver.start()
+        let harness: ConsoleHarness
+        do { harness = try await ConsoleHarness(lookup: lookup) } catch {
+            await browser.quit()
+            throw error
+        }
+        do {
+            try await body(browser, harness)
+        } catch {
+            await browser.quit()
+            await harness.close()
+            throw error
+        }
+        await browser.quit()
+        await harness.close()
     }
 
     private func signIn(_ browser: WebDriver, _ harness: ConsoleHarness, as user: String) async throws {
@@ -26,9 +43,7 @@ final class ConsoleBrowserTests: XCTestCase {
     }
 
     func testSupportSearchesOpensAJobCreditsAndResolves() async throws {
-        let browser = try await browser()
-        let harness = try await ConsoleHarness()
-        do {
+        try await withBrowser { browser, harness in
             try await signIn(browser, harness, as: "sam")
             // Search a user.
             try await browser.open(harness.baseURL + "/jobs")
@@ -62,19 +77,11 @@ final class ConsoleBrowserTests: XCTestCase {
             try await expectSoon { try await browser.source().contains("Alert #\(other): resolved.") }
             let resolution: String = try await harness.scalar("SELECT resolution FROM iap.alerts WHERE id = $1", [other])
             XCTAssertTrue(resolution.hasPrefix("refunded by Apple"))
-        } catch {
-            await browser.quit()
-            await harness.close()
-            throw error
         }
-        await browser.quit()
-        await harness.close()
     }
 
     func testViewerAndForgedFormsAreRefused() async throws {
-        let browser = try await browser()
-        let harness = try await ConsoleHarness()
-        do {
+        try await withBrowser { browser, harness in
             try await signIn(browser, harness, as: "vera")
             try await browser.open(harness.baseURL + "/alerts")
             try await expectCount(browser, "form[action$='/credit']", 0)
@@ -97,19 +104,11 @@ final class ConsoleBrowserTests: XCTestCase {
             XCTAssertEqual(open, 3, "nothing was changed")
             let ledger: Int = try await harness.scalar("SELECT count(*) FROM iap.credits")
             XCTAssertEqual(ledger, 1)
-        } catch {
-            await browser.quit()
-            await harness.close()
-            throw error
         }
-        await browser.quit()
-        await harness.close()
     }
 
     func testAHostileUserIDRendersAsTextAndRunsNoScript() async throws {
-        let browser = try await browser()
-        let harness = try await ConsoleHarness()
-        do {
+        try await withBrowser { browser, harness in
             try await signIn(browser, harness, as: "sam")
             try await browser.execute("window.__console_xss = 0;")
             for path in ["/alerts", "/users?id=" + (ConsoleHarness.xssUser.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""),
@@ -122,19 +121,11 @@ final class ConsoleBrowserTests: XCTestCase {
                 let text = try await browser.execute("return document.body.innerText;") as? String ?? ""
                 if path == "/alerts" { XCTAssertTrue(text.contains(ConsoleHarness.xssUser), "the user id shows as text") }
             }
-        } catch {
-            await browser.quit()
-            await harness.close()
-            throw error
         }
-        await browser.quit()
-        await harness.close()
     }
 
     func testScreenshotsOfEveryPageAtLaptopAndPhoneSize() async throws {
-        let browser = try await browser()
-        let harness = try await ConsoleHarness(lookup: FakeOrderLookup())
-        do {
+        try await withBrowser(lookup: FakeOrderLookup()) { browser, harness in
             try await browser.open(harness.baseURL + "/login")
             for (width, height, device) in [(1280, 800, "laptop"), (390, 844, "phone")] {
                 try await browser.setWindow(width: width, height: height)
@@ -158,13 +149,7 @@ final class ConsoleBrowserTests: XCTestCase {
             }
             let files = try FileManager.default.contentsOfDirectory(atPath: Self.screenshots).filter { $0.hasSuffix(".png") }
             XCTAssertGreaterThanOrEqual(files.count, 18)
-        } catch {
-            await browser.quit()
-            await harness.close()
-            throw error
         }
-        await browser.quit()
-        await harness.close()
     }
 
     private func expectSoon(_ condition: () async throws -> Bool, file: StaticString = #filePath, line: UInt = #line) async throws {

@@ -1,3 +1,4 @@
+import EmbeddedPostgres
 import Foundation
 import HTTP
 import TestSupport
@@ -19,7 +20,7 @@ final class WebDriver: @unchecked Sendable {
 
     /// Starts chromedriver on a free loopback port and opens a headless Chromium session.
     static func start() async throws -> WebDriver {
-        let port = try FreePort.loopback()
+        let port = try PrivateCluster.freePort()
         let driver = try ChildProcess(["/usr/bin/chromedriver", "--port=\(port)", "--allowed-ips=127.0.0.1"])
         let webDriver = WebDriver(driver: driver, transport: try SocketHTTPTransport(), base: "http://127.0.0.1:\(port)")
         let ready = try await eventually(30) {
@@ -50,9 +51,9 @@ final class WebDriver: @unchecked Sendable {
 
     func quit() async {
         _ = try? await call("DELETE", "/session/\(session)")
+        _ = try? await raw("GET", "/shutdown", nil)   // chromedriver's own way out
         await transport.shutdown()
-        driver.signal(SIGTERM)
-        _ = try? await driver.wait(timeout: 10)
+        if (try? await driver.wait(timeout: 5)) == nil { driver.signal(SIGKILL) }
     }
 
     // MARK: commands
@@ -124,27 +125,5 @@ final class WebDriver: @unchecked Sendable {
         return try await transport.send(HTTPClientRequest(method: method, url: URL(string: base + path)!,
                                                           headers: [("Content-Type", "application/json; charset=utf-8")], body: bytes),
                                         timeout: .seconds(60))
-    }
-}
-
-/// A loopback port nobody listens on right now (the kernel's pick for a bind to port 0).
-enum FreePort {
-    static func loopback() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EMFILE) }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
-                guard bind(fd, pointer, length) == 0 else { return -1 }
-                return getsockname(fd, pointer, &length)
-            }
-        }
-        guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
