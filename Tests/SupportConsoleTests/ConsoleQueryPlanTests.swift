@@ -40,7 +40,8 @@ final class ConsoleQueryPlanTests: XCTestCase {
         var statements: [(name: String, sql: String, binds: [any PostgresEncodable])] = [
             ("overview: jobs by state", QueueStatistics.snapshotSQL, [QueueStatistics.exactFinishedLimit]),
             ("overview: open alerts", AlertStatistics.openByKindSQL, []),
-            ("overview: throughput", ThroughputStore.windowSQL, [86_400.0, "hour"]),
+            ("overview: last hour", ThroughputStore.lastHourSQL, []),
+            ("overview: last day", ThroughputStore.lastDaySQL, []),
             ("job", JobDetails.jobSQL, [42]),
             ("job: ledger", JobDetails.ledgerSQL, [["1000042"], 42]),
             ("job: alerts", JobDetails.alertsSQL, [42]),

@@ -40,25 +40,34 @@ struct ThroughputStore: Sendable {
     let client: PostgresClient
 
     /// One branch per finished state, each on its own partial index (jobs_done, jobs_failed on
-    /// finished_at; jobs_attention, few rows), the way QueueStatistics counts states.
-    static let windowSQL = """
-        SELECT date_trunc($2, finished_at) AS bucket, outcome, count(*)::bigint, count(*) FILTER (WHERE attempts > 1)::bigint
+    /// finished_at; jobs_attention, few rows), the way QueueStatistics counts states. The window is
+    /// written into the text, not bound: a prepared statement's generic plan cannot see a bound
+    /// window's width, guesses a third of the table, and reads all of it (measured by bench console).
+    static func windowSQL(_ window: String, bucket: String) -> String {
+        """
+        SELECT date_trunc('\(bucket)', finished_at) AS bucket, outcome, count(*)::bigint, count(*) FILTER (WHERE attempts > 1)::bigint
         FROM (
-            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'done' AND finished_at >= now() - make_interval(secs => $1)
+            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'done' AND finished_at >= now() - interval '\(window)'
             UNION ALL
-            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'failed' AND finished_at >= now() - make_interval(secs => $1)
+            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'failed' AND finished_at >= now() - interval '\(window)'
             UNION ALL
-            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'attention' AND finished_at >= now() - make_interval(secs => $1)
+            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'attention' AND finished_at >= now() - interval '\(window)'
         ) AS finished
         GROUP BY 1, 2 ORDER BY 1
         """
+    }
 
-    /// `bucket` is "minute" or "hour".
-    func window(seconds: Double, bucket: String) async throws -> ThroughputWindow {
-        let rows = try await client.query(Self.windowSQL, [seconds, bucket]).map { row in
+    static let lastHourSQL = windowSQL("1 hour", bucket: "minute")
+    static let lastDaySQL = windowSQL("1 day", bucket: "hour")
+
+    func lastHour() async throws -> ThroughputWindow { try await window(Self.lastHourSQL, seconds: 3600, bucketSeconds: 60) }
+    func lastDay() async throws -> ThroughputWindow { try await window(Self.lastDaySQL, seconds: 86_400, bucketSeconds: 3600) }
+
+    private func window(_ sql: String, seconds: Double, bucketSeconds: Double) async throws -> ThroughputWindow {
+        let rows = try await client.query(sql).map { row in
             ThroughputBucket(start: try row.decode(at: 0), outcome: try row.decode(String?.self, at: 1) ?? "none",
                              finished: try row.decode(at: 2), retried: try row.decode(at: 3))
         }
-        return ThroughputWindow(seconds: seconds, bucketSeconds: bucket == "hour" ? 3600 : 60, buckets: rows)
+        return ThroughputWindow(seconds: seconds, bucketSeconds: bucketSeconds, buckets: rows)
     }
 }

@@ -8,8 +8,8 @@ extension ConsoleApp {
         router.get("/", readable { _, _, user, _ in
             async let queue = QueueStatistics.snapshot(client)
             async let alerts = AlertStatistics.openByKind(client)
-            async let hour = ThroughputStore(client: client).window(seconds: 3600, bucket: "minute")
-            async let day = ThroughputStore(client: client).window(seconds: 86_400, bucket: "hour")
+            async let hour = ThroughputStore(client: client).lastHour()
+            async let day = ThroughputStore(client: client).lastDay()
             let page = OverviewPage(queue: try await queue, openAlerts: try await alerts, hour: try await hour, day: try await day, now: Date())
             return Responses.html(page.render(user))
         })

@@ -74,6 +74,7 @@ enum StaticAssets {
     /// tab is visible, and asks before a credit (money moves).
     static let script = """
         (function () {
+          document.documentElement.classList.add('js');
           var seconds = parseInt(document.body.getAttribute('data-refresh') || '0', 10);
           if (seconds > 0) {
             setInterval(function () { if (!document.hidden) { window.location.reload(); } }, seconds * 1000);
