@@ -2,6 +2,8 @@ import Foundation
 import HTTP
 import Observability
 import Postgres
+import Queue
+import Settlement
 
 /// Times every console page against a running console over loopback: each figure is a full
 /// request round trip (an upper bound of the server's own time), signed in as a support user.
@@ -62,14 +64,43 @@ public struct ConsoleLatencyProbe: Sendable {
                 let elapsed = ContinuousClock.now - start
                 guard sample >= 0 else { continue }
                 statuses.insert(response.status)
-                times.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+                times.append(Self.milliseconds(elapsed))
             }
-            times.sort()
-            figures.append(Figure(page: page.name, p50Milliseconds: times[times.count / 2],
-                                  p95Milliseconds: times[min(times.count - 1, Int((Double(times.count) * 0.95).rounded(.up)) - 1)],
-                                  statuses: statuses))
+            figures.append(Self.figure(page.name, times, statuses: statuses))
         }
         await transport.shutdown()
+        return figures + (try await overviewParts())
+    }
+
+    /// The overview's statements one by one (the page runs them at once), to say which one costs.
+    func overviewParts() async throws -> [Figure] {
+        let throughput = ThroughputStore(client: client)
+        let parts: [(String, @Sendable () async throws -> Void)] = [
+            ("overview_part_queue_by_state", { _ = try await QueueStatistics.snapshot(client) }),
+            ("overview_part_open_alerts", { _ = try await AlertStatistics.openByKind(client) }),
+            ("overview_part_last_hour", { _ = try await throughput.lastHour() }),
+            ("overview_part_last_day", { _ = try await throughput.lastDay() }),
+        ]
+        var figures: [Figure] = []
+        for (name, part) in parts {
+            var times: [Double] = []
+            for sample in -3..<samples {
+                let start = ContinuousClock.now
+                try await part()
+                if sample >= 0 { times.append(Self.milliseconds(start.duration(to: .now))) }
+            }
+            figures.append(Self.figure(name, times, statuses: [200]))
+        }
         return figures
+    }
+
+    static func milliseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    }
+
+    static func figure(_ page: String, _ unsorted: [Double], statuses: Set<Int>) -> Figure {
+        let times = unsorted.sorted()
+        return Figure(page: page, p50Milliseconds: times[times.count / 2],
+                      p95Milliseconds: times[min(times.count - 1, Int((Double(times.count) * 0.95).rounded(.up)) - 1)], statuses: statuses)
     }
 }
