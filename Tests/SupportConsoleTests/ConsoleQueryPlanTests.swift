@@ -38,7 +38,7 @@ final class ConsoleQueryPlanTests: XCTestCase {
         }
         let text = "user-7"
         var statements: [(name: String, sql: String, binds: [any PostgresEncodable])] = [
-            ("overview: jobs by state", QueueStatistics.snapshotSQL, [QueueStatistics.exactFinishedLimit]),
+            ("overview: jobs by state", QueueStatistics.snapshotSQL, [ConsoleApp.exactFinishedLimit]),
             ("overview: open alerts", AlertStatistics.openByKindSQL, []),
             ("overview: last hour", ThroughputStore.lastHourSQL, []),
             ("overview: last day", ThroughputStore.lastDaySQL, []),

@@ -76,7 +76,7 @@ public struct ConsoleLatencyProbe: Sendable {
     func overviewParts() async throws -> [Figure] {
         let throughput = ThroughputStore(client: client)
         let parts: [(String, @Sendable () async throws -> Void)] = [
-            ("overview_part_queue_by_state", { _ = try await QueueStatistics.snapshot(client) }),
+            ("overview_part_queue_by_state", { _ = try await QueueStatistics.snapshot(client, exactFinishedLimit: ConsoleApp.exactFinishedLimit) }),
             ("overview_part_open_alerts", { _ = try await AlertStatistics.openByKind(client) }),
             ("overview_part_last_hour", { _ = try await throughput.lastHour() }),
             ("overview_part_last_day", { _ = try await throughput.lastDay() }),
