@@ -28,7 +28,7 @@ public struct ConsoleUsers: Sendable {
         """
     static let findSQL = "SELECT role, password_hash FROM iap.console_users WHERE name = $1 AND disabled_at IS NULL"
 
-    /// Adds the user, or resets an existing user's role and password. Returns whether it was new.
+    /// Adds the user, or resets an existing user's role and password (and enables it again).
     public func add(name: String, role: ConsoleRole, password: String) async throws {
         guard (1...200).contains(name.count), !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw ConsoleUserError.invalidName
