@@ -41,13 +41,15 @@ let package = Package(
         // Faces.
         .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability"]),
         .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability", "COpenSSL"]),
+        // The support console: a server-rendered web application (SPEC 10).
+        .target(name: "SupportConsole", dependencies: ["Postgres", "HTTP", "Observability", "Queue", "Settlement", "COpenSSL"]),
         // Workloads the CLI runs but does not hold: the benchmarks and the demo's tour.
         .target(name: "Workloads", dependencies: ["Postgres", "EmbeddedPostgres", "Observability", "HTTP", "Queue",
-                                                  "AppStore", "Settlement", "Ingest", "AppleSim"]),
+                                                  "AppStore", "Settlement", "Ingest", "AppleSim", "SupportConsole"]),
         .executableTarget(
             name: "ReceiptWorkerCLI",
             dependencies: ["Postgres", "EmbeddedPostgres", "Observability", "HTTP", "Queue",
-                           "AppStore", "Settlement", "Ingest", "AppleSim", "Workloads"]
+                           "AppStore", "Settlement", "Ingest", "AppleSim", "Workloads", "SupportConsole"]
         ),
         .target(name: "TestSupport", dependencies: ["Postgres", "EmbeddedPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "UTCTimeTests", dependencies: ["UTCTime"]),
@@ -58,6 +60,8 @@ let package = Package(
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP"]),
         .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
+        .testTarget(name: "SupportConsoleTests", dependencies: ["SupportConsole", "TestSupport", "EmbeddedPostgres", "HTTP", "Observability", "Postgres",
+                                                                "Settlement", "Queue", "Ingest"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ReceiptWorkerCLI", "TestSupport", "EmbeddedPostgres", "AppleSim", "AppStore", "Postgres", "HTTP"]),
     ],
     swiftLanguageModes: [.v6]

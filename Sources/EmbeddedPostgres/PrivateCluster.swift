@@ -100,8 +100,8 @@ public final class PrivateCluster: Sendable {
         return settings.joined(separator: " ")
     }
 
-    /// Asks the kernel for a free loopback port.
-    static func freePort() throws -> Int {
+    /// Asks the kernel for a free loopback port (also used by tests that start servers of their own).
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw CommandError(description: "socket() failed") }
         defer { close(fd) }

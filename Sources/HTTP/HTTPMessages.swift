@@ -19,15 +19,19 @@ public struct HTTPRequest: Sendable {
     public var version: String
     public var headers: HTTPHeaderFields
     public var body: [UInt8]
+    /// The peer's numeric address ("127.0.0.1", "::1"), set by the server; nil when unknown.
+    /// Used for per-address limits and to decide whether a proxy may vouch for a user.
+    public var remoteAddress: String?
 
     public init(method: String, path: String, query: String? = nil, version: String = "HTTP/1.1",
-                headers: HTTPHeaderFields = [], body: [UInt8] = []) {
+                headers: HTTPHeaderFields = [], body: [UInt8] = [], remoteAddress: String? = nil) {
         self.method = method
         self.path = path
         self.query = query
         self.version = version
         self.headers = headers
         self.body = body
+        self.remoteAddress = remoteAddress
     }
 
     public func header(_ name: String) -> String? { headers.firstValue(name) }

@@ -24,9 +24,12 @@ final class ServerConnection {
     var requestStart: UInt64
     var lingerDiscarded = 0
     var task: Task<Void, Never>?
+    /// The peer's numeric address, read once at accept.
+    let remoteAddress: String?
 
     init(fd: Int32, now: UInt64, deadline: UInt64) {
         self.fd = fd
+        self.remoteAddress = SocketAddress.peerHost(of: fd)
         self.requestStart = now
         self.deadline = deadline
     }
@@ -246,7 +249,8 @@ final class ServerCore: @unchecked Sendable {
         conn.deadline = .max  // the handler's own timeouts apply; the grace period bounds shutdown
         updateInterest(conn)
         let request = HTTPRequest(method: head.method, path: head.path, query: head.query,
-                                  version: head.version, headers: head.headers, body: body)
+                                  version: head.version, headers: head.headers, body: body,
+                                  remoteAddress: conn.remoteAddress)
         let token = conn.token
         let handler = self.handler
         conn.task = Task {

@@ -135,6 +135,29 @@ struct SocketAddress: @unchecked Sendable {
         }
     }
 
+    /// The numeric address of a connected socket's peer ("127.0.0.1", "::1"); IPv4-mapped IPv6
+    /// addresses read as IPv4. nil when the peer is already gone.
+    static func peerHost(of fd: Int32) -> String? {
+        var ss = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let rc = withUnsafeMutablePointer(to: &ss) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &len) }
+        }
+        guard rc == 0 else { return nil }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        let written: UnsafePointer<CChar>? = withUnsafeBytes(of: ss) { raw in
+            if Int32(ss.ss_family) == AF_INET6 {
+                var address = raw.load(as: sockaddr_in6.self).sin6_addr
+                return inet_ntop(AF_INET6, &address, &text, socklen_t(text.count))
+            }
+            var address = raw.load(as: sockaddr_in.self).sin_addr
+            return inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
+        }
+        guard written != nil else { return nil }
+        let host = String(cString: text)
+        return host.hasPrefix("::ffff:") && host.contains(".") ? String(host.dropFirst(7)) : host
+    }
+
     /// Resolves a host name. Numeric hosts are parsed in place; names go through getaddrinfo on a
     /// throw-away thread, because getaddrinfo blocks and must never run on the cooperative pool.
     static func resolve(host: String, port: Int) async throws -> SocketAddress {

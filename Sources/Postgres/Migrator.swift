@@ -12,6 +12,36 @@ public struct Migration: Sendable, Equatable {
         self.sql = sql
     }
 
+    /// A migration whose first line is `-- migrate: no-transaction` runs outside a transaction,
+    /// one statement at a time: `CREATE INDEX CONCURRENTLY` refuses to run inside one (and a
+    /// multi-statement query string is an implicit transaction too).
+    public static let noTransactionMarker = "-- migrate: no-transaction"
+
+    public var runsInTransaction: Bool {
+        sql.split(separator: "\n", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } != Self.noTransactionMarker
+    }
+
+    /// The statements of a no-transaction migration: split at a `;` that ends a line, so such a
+    /// migration holds plain statements (no function bodies). Comment-only pieces are dropped.
+    public var statements: [String] {
+        var statements: [String] = []
+        var current = ""
+        for line in sql.split(separator: "\n", omittingEmptySubsequences: false) {
+            current += line + "\n"
+            if line.trimmingCharacters(in: .whitespaces).hasSuffix(";") {
+                statements.append(current)
+                current = ""
+            }
+        }
+        statements.append(current)
+        return statements.filter { piece in
+            piece.split(separator: "\n").contains { line in
+                let text = line.trimmingCharacters(in: .whitespaces)
+                return !text.isEmpty && !text.hasPrefix("--")
+            }
+        }
+    }
+
     /// FNV-1a of the text, to notice an applied migration that was edited afterwards.
     public var checksum: String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -24,8 +54,9 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
     public let description: String
 }
 
-/// Applies migrations in order, each in its own transaction, under a session advisory
-/// lock so that any number of processes may run `migrate` at once.
+/// Applies migrations in order, each in its own transaction (or, when marked, statement by
+/// statement outside one), under a session advisory lock so that any number of processes may
+/// run `migrate` at once.
 public struct Migrator: Sendable {
     /// Fixed advisory-lock key ("receipt-worker migrate").
     static let lockKey: Int64 = 0x7277_6d69_6772_6174
@@ -61,7 +92,7 @@ public struct Migrator: Sendable {
     /// Applies what is missing; returns the versions applied by this call.
     @discardableResult
     public func migrate(_ connection: PostgresConnection) async throws -> [Int] {
-        _ = try await connection.query("SELECT pg_advisory_lock($1)", Self.lockKey)
+        try await waitForLock(connection)
         do {
             let applied = try await apply(connection)
             _ = try await connection.query("SELECT pg_advisory_unlock($1)", Self.lockKey)
@@ -69,6 +100,16 @@ public struct Migrator: Sendable {
         } catch {
             _ = try? await connection.query("SELECT pg_advisory_unlock($1)", Self.lockKey)
             throw error
+        }
+    }
+
+    /// Polls with `pg_try_advisory_lock` instead of blocking in `pg_advisory_lock`: a process
+    /// blocked inside a statement holds a snapshot, and `CREATE INDEX CONCURRENTLY` in the lock
+    /// holder's session waits for every older snapshot to end, so a blocked waiter and the holder
+    /// would wait on each other. Between polls the waiter holds nothing.
+    private func waitForLock(_ connection: PostgresConnection) async throws {
+        while try await !connection.query("SELECT pg_try_advisory_lock($1)", Self.lockKey)[0].decode(Bool.self, at: 0) {
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 
@@ -93,13 +134,24 @@ public struct Migrator: Sendable {
                 }
                 continue
             }
-            try await connection.transaction { tx in
-                try await tx.execute(script: migration.sql)
-                _ = try await tx.query("INSERT INTO iap.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                                       migration.version, migration.name, migration.checksum)
+            if migration.runsInTransaction {
+                try await connection.transaction { tx in
+                    try await tx.execute(script: migration.sql)
+                    try await record(migration, on: tx)
+                }
+            } else {
+                // Recorded only once every statement succeeded, so such a migration must be safe
+                // to run again from the top (DROP INDEX CONCURRENTLY IF EXISTS before each build).
+                for statement in migration.statements { try await connection.execute(script: statement) }
+                try await record(migration, on: connection)
             }
             applied.append(migration.version)
         }
         return applied
+    }
+
+    private func record(_ migration: Migration, on connection: PostgresConnection) async throws {
+        _ = try await connection.query("INSERT INTO iap.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                                       migration.version, migration.name, migration.checksum)
     }
 }

@@ -19,6 +19,7 @@ enum CommandLineApp {
         Command(spec: DemoCommand.spec, run: DemoCommand.run),
         Command(spec: AppleSimCommand.spec, run: AppleSimCommand.run),
         Command(spec: BenchCommand.spec, run: BenchCommand.run),
+        Command(spec: ConsoleCommand.spec, run: ConsoleCommand.run),
     ]
 
     static func main(_ arguments: [String], environment: [String: String]) async -> Int32 {

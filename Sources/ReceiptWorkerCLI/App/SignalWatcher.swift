@@ -13,7 +13,11 @@ final class SignalWatcher: @unchecked Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
         signals = stream
         sources = numbers.map { number in
-            signal(number, SIG_IGN)
+            // SIG_IGN keeps the default action (exit) away until the source is live. But once a
+            // source exists, libdispatch's own handler is installed: a second watcher (the demo's
+            // console inside EmbeddedDatabase's) must not replace it with SIG_IGN, or no watcher hears it.
+            let previous = signal(number, SIG_IGN)
+            if unsafeBitCast(previous, to: Int.self) > 1 { signal(number, previous) }
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { continuation.yield(number) }
             source.resume()

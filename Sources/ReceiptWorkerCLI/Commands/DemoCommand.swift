@@ -8,8 +8,9 @@ enum DemoCommand {
     static let spec = CommandSpec(
         name: "demo",
         summary: "The one-command tour: private PostgreSQL (unless DATABASE_URL is set), apple-sim with an outage, a mixed sample, workers, then the ledger and the alerts.",
-        usage: "demo [--database-url URL]",
-        settings: Settings.database + [Settings.migrationsDir] + Settings.logging)
+        usage: "demo [--database-url URL] [--exit]",
+        settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
+        flags: [CommandFlag(name: "exit", takesValue: false, help: "exit after the tour instead of keeping the support console up")])
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         let migrator = try MigrateCommand.loadMigrator(runtime)
@@ -20,6 +21,7 @@ enum DemoCommand {
                 let passed = try await DemoTour(client: client, url: url, logger: runtime.logger,
                                                 verbose: runtime.options.string(Settings.logLevel) == "debug").run()
                 try await printLedgerAndAlerts(client, logger: runtime.logger)
+                try await DemoConsole.offer(runtime, client: client)
                 await client.close()
                 return passed ? 0 : 1
             } catch {

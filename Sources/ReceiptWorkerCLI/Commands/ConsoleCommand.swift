@@ -1,0 +1,71 @@
+import Foundation
+import Observability
+import SupportConsole
+
+/// `receipt-worker console`: the support console (SPEC 10) until SIGTERM/SIGINT;
+/// `console add-user NAME --role viewer|support` reads the password from stdin.
+enum ConsoleCommand {
+    static let spec = CommandSpec(
+        name: "console",
+        summary: "The support console, a web application on --listen (default 127.0.0.1:8090); console add-user NAME --role viewer|support (password on stdin).",
+        usage: "console [--listen HOST:PORT] [--trusted-header H --trusted-proxy ADDR,...] | console add-user NAME --role viewer|support",
+        settings: Settings.database + [Settings.consoleListen, Settings.consoleTrustedHeader, Settings.consoleTrustedProxy,
+                                       Settings.consoleSessionSeconds, Settings.shutdownGrace] + Settings.logging,
+        flags: [CommandFlag(name: "role", takesValue: true, help: "add-user: viewer (read) or support (read and act)")],
+        positionals: 0...2)
+
+    static func run(_ runtime: Runtime) async throws -> Int32 {
+        switch runtime.options.positionals.first {
+        case nil: return try await serve(runtime)
+        case "add-user": return try await addUser(runtime)
+        case let other?: throw UsageError("unknown console action '\(other)' (usage: receipt-worker \(spec.usage))")
+        }
+    }
+
+    private static func addUser(_ runtime: Runtime) async throws -> Int32 {
+        let options = runtime.options
+        guard options.positionals.count == 2 else { throw UsageError("console add-user needs a NAME") }
+        guard let role = options.flag("role").flatMap(ConsoleRole.init(rawValue:)) else {
+            throw UsageError("console add-user needs --role viewer or --role support")
+        }
+        let password = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            .trimmingCharacters(in: .newlines)
+        let client = try await runtime.connectDatabase(maxConnections: 1, applicationName: "receipt-worker-console")
+        do {
+            try await ConsoleUsers(client: client).add(name: options.positionals[1], role: role, password: password)
+        } catch {
+            await client.close()
+            throw (error as? ConsoleUserError).map { UsageError("console add-user: \($0)") } ?? error
+        }
+        await client.close()
+        Console.print("console user \(options.positionals[1]) (\(role.rawValue)) saved")
+        return 0
+    }
+
+    private static func serve(_ runtime: Runtime) async throws -> Int32 {
+        let options = runtime.options
+        let header = options.string(Settings.consoleTrustedHeader)
+        let proxies = Set(options.list(Settings.consoleTrustedProxy))
+        if header != nil, proxies.isEmpty {
+            throw UsageError("CONSOLE_TRUSTED_PROXY is not set: CONSOLE_TRUSTED_HEADER is believed only from the proxies it names")
+        }
+        let listen = try options.require(Settings.consoleListen)
+        let configuration = try ConsoleConfiguration(listen: listen, trustedHeader: header, trustedProxies: proxies,
+                                                     sessionSeconds: options.seconds(Settings.consoleSessionSeconds))
+        let client = try await runtime.connectDatabase(maxConnections: 4, applicationName: "receipt-worker-console")
+        let server = ConsoleServer(configuration: configuration, client: client, registry: MetricsRegistry(), logger: runtime.logger,
+                                   lookup: nil)
+        let signals = SignalWatcher()
+        do {
+            try server.start()
+        } catch {
+            await client.close()
+            throw IngestCommand.listenFailure("CONSOLE_LISTEN (--listen)", listen, error)
+        }
+        let number = await signals.firstSignal(logger: runtime.logger)
+        runtime.logger.notice("shutdown_requested", ["signal": .int(Int(number))])
+        await server.shutdown(grace: options.duration(Settings.shutdownGrace))
+        await client.close()
+        return 0
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+
+/// One transaction Apple returned for an order id (SPEC 9.3), already verified, as the console shows it.
+public struct LookedUpTransaction: Sendable, Equatable {
+    public let transactionID: String
+    public let originalTransactionID: String?
+    public let productID: String
+    public let quantity: Int
+    public let purchaseDate: Date?
+    public let environment: String
+    public let revoked: Bool
+    /// Set when the ledger already holds this transaction.
+    public let creditedOrderID: String?
+    public let creditedUserID: String?
+
+    public init(transactionID: String, originalTransactionID: String?, productID: String, quantity: Int, purchaseDate: Date?,
+                environment: String, revoked: Bool, creditedOrderID: String?, creditedUserID: String?) {
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.quantity = quantity
+        self.purchaseDate = purchaseDate
+        self.environment = environment
+        self.revoked = revoked
+        self.creditedOrderID = creditedOrderID
+        self.creditedUserID = creditedUserID
+    }
+}
+
+/// Look Up Order ID and its credit action (SPEC 9.3), which live in Settlement (issue 12). The
+/// console depends on this seam only; without an implementation the page says lookup is unavailable.
+public protocol AppleOrderLookup: Sendable {
+    func lookUp(appleOrderID: String) async throws -> [LookedUpTransaction]
+    /// Credits one looked-up transaction to `orderID` through the exactly-once ledger path; returns
+    /// what happened in a sentence for support ("credited", "already credited to order …", …).
+    func credit(appleOrderID: String, transactionID: String, userID: String, orderID: String, actor: String) async throws -> String
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Postgres
+
+/// A job as the console shows it: everything but its payload (the receipt or JWS is never read).
+public struct JobSummary: Sendable {
+    public let id: Int
+    public let kind: String
+    public let userID: String?
+    public let orderID: String?
+    public let productID: String?
+    public let state: String
+    public let outcome: String?
+    public let attempts: Int
+    public let appleStatus: Int?
+    public let lastError: String?
+    public let createdAt: Date
+    public let finishedAt: Date?
+
+    /// The columns `decode` reads, in order; never `payload`.
+    static let columns = "id, kind, user_id, order_id, product_id, state, outcome, attempts, apple_status, last_error, created_at, finished_at"
+
+    static func decode(_ row: PostgresRow) throws -> JobSummary {
+        JobSummary(id: try row.decode(at: 0), kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
+                   productID: try row.decode(at: 4), state: try row.decode(at: 5), outcome: try row.decode(at: 6),
+                   attempts: try row.decode(at: 7), appleStatus: try row.decode(at: 8), lastError: try row.decode(at: 9),
+                   createdAt: try row.decode(at: 10), finishedAt: try row.decode(at: 11))
+    }
+}
+
+/// One ledger row (`iap.credits`); a set `revokedAt` is a refund.
+public struct LedgerRow: Sendable {
+    public let transactionID: String
+    public let orderID: String
+    public let userID: String
+    public let productID: String
+    public let quantity: Int
+    public let environment: String
+    public let creditedAt: Date
+    public let jobID: Int?
+    public let creditedBy: String
+    public let revokedAt: Date?
+    public let revocationReason: String?
+
+    static let columns = "transaction_id, order_id, user_id, product_id, quantity, environment, credited_at, job_id, credited_by, revoked_at, revocation_reason"
+
+    static func decode(_ row: PostgresRow) throws -> LedgerRow {
+        LedgerRow(transactionID: try row.decode(at: 0), orderID: try row.decode(at: 1), userID: try row.decode(at: 2),
+                  productID: try row.decode(at: 3), quantity: try row.decode(at: 4), environment: try row.decode(at: 5),
+                  creditedAt: try row.decode(at: 6), jobID: try row.decode(at: 7), creditedBy: try row.decode(at: 8),
+                  revokedAt: try row.decode(at: 9), revocationReason: try row.decode(at: 10))
+    }
+}
+
+/// One alert row.
+public struct AlertRow: Sendable {
+    public let id: Int
+    public let kind: String
+    public let transactionID: String?
+    public let jobID: Int?
+    public let userID: String?
+    public let orderID: String?
+    public let productID: String?
+    public let reason: String
+    public let state: String
+    public let firstSeenAt: Date
+    public let resolution: String?
+
+    public var isCreditable: Bool { state == "open" && kind == "paid_not_credited" && transactionID != nil }
+
+    static let columns = "id, kind, transaction_id, job_id, user_id, order_id, product_id, reason, state, first_seen_at, resolution"
+
+    static func decode(_ row: PostgresRow) throws -> AlertRow {
+        AlertRow(id: try row.decode(at: 0), kind: try row.decode(at: 1), transactionID: try row.decode(at: 2), jobID: try row.decode(at: 3),
+                 userID: try row.decode(at: 4), orderID: try row.decode(at: 5), productID: try row.decode(at: 6),
+                 reason: try row.decode(at: 7), state: try row.decode(at: 8), firstSeenAt: try row.decode(at: 9),
+                 resolution: try row.decode(at: 10))
+    }
+}
+
+/// One order of a buyer (`iap.orders`).
+public struct OrderRow: Sendable {
+    public let orderID: String
+    public let productID: String
+    public let quantity: Int
+    public let status: String
+    public let createdAt: Date
+    public let creditedAt: Date?
+    public let transactionID: String?
+
+    static func decode(_ row: PostgresRow) throws -> OrderRow {
+        OrderRow(orderID: try row.decode(at: 0), productID: try row.decode(at: 1), quantity: try row.decode(at: 2),
+                 status: try row.decode(at: 3), createdAt: try row.decode(at: 4), creditedAt: try row.decode(at: 5),
+                 transactionID: try row.decode(at: 6))
+    }
+}

@@ -1,0 +1,74 @@
+import Postgres
+
+/// The jobs page's search: one text (a user id, an order id, an Apple transaction id or a job
+/// id — support rarely knows which one the buyer sent), filters, and a keyset cursor.
+public struct JobSearchCriteria: Sendable, Equatable {
+    public var text: String?
+    public var state: String?
+    public var outcome: String?
+    public var kind: String?
+    /// Show jobs with an id below this (the previous page's last id); never OFFSET.
+    public var before: Int?
+
+    public init(text: String? = nil, state: String? = nil, outcome: String? = nil, kind: String? = nil, before: Int? = nil) {
+        self.text = text
+        self.state = state
+        self.outcome = outcome
+        self.kind = kind
+        self.before = before
+    }
+
+    /// nil when a filter is not a known value or the cursor is not a positive id.
+    init?(_ fields: FormFields) {
+        self.init(text: fields.text("q"), state: fields.text("state"), outcome: fields.text("outcome"), kind: fields.text("kind"))
+        if let state, !JobVocabulary.states.contains(state) { return nil }
+        if let outcome, !JobVocabulary.outcomes.contains(outcome) { return nil }
+        if let kind, !JobVocabulary.kinds.contains(kind) { return nil }
+        if let cursor = fields.text("before") {
+            guard let id = Int(cursor), id > 0 else { return nil }
+            before = id
+        }
+        if let text, text.count > 500 { return nil }
+    }
+}
+
+public struct JobSearch: Sendable {
+    let client: PostgresClient
+    public static let pageSize = 50
+
+    /// Each text arm is an equality on its own index (jobs_by_user, jobs_by_order, the primary
+    /// key fed by the ledger's and the alerts' transaction indexes), so the planner ORs bitmaps
+    /// instead of walking the table. The array form of the transaction arm matters: an
+    /// `id IN (subquery)` inside an OR cannot use an index.
+    static let textCondition = """
+        (user_id = $2 OR order_id = $2 OR id = ANY(ARRAY(
+            SELECT job_id FROM iap.credits WHERE transaction_id = $2 AND job_id IS NOT NULL
+            UNION SELECT job_id FROM iap.alerts WHERE transaction_id = $2 AND job_id IS NOT NULL) || $3::bigint[]))
+        """
+
+    /// The statement for a set of criteria: fixed fragments with numbered parameters, never values.
+    static func sql(_ criteria: JobSearchCriteria) -> (sql: String, binds: [any PostgresEncodable]) {
+        var conditions = ["id < $1"]
+        var binds: [any PostgresEncodable] = [criteria.before ?? Int.max]
+        if let text = criteria.text {
+            conditions.append(textCondition)
+            let asJobID = Int(text).map { $0 > 0 ? [$0] : [] } ?? []
+            binds += [text, asJobID]
+        }
+        for (column, value) in [("state", criteria.state), ("outcome", criteria.outcome), ("kind", criteria.kind)] {
+            guard let value else { continue }
+            binds.append(value)
+            conditions.append("\(column) = $\(binds.count)")
+        }
+        binds.append(pageSize + 1)
+        let sql = "SELECT \(JobSummary.columns) FROM iap.jobs WHERE \(conditions.joined(separator: " AND ")) ORDER BY id DESC LIMIT $\(binds.count)"
+        return (sql, binds)
+    }
+
+    /// One page, newest first, and whether older jobs follow.
+    public func page(_ criteria: JobSearchCriteria) async throws -> (jobs: [JobSummary], hasMore: Bool) {
+        let (sql, binds) = Self.sql(criteria)
+        let jobs = try await client.query(sql, binds).map(JobSummary.decode)
+        return (Array(jobs.prefix(Self.pageSize)), jobs.count > Self.pageSize)
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import Postgres
+
+/// Jobs finished per time bucket and outcome over a window, for the overview's charts.
+public struct ThroughputBucket: Sendable {
+    public let start: Date
+    public let outcome: String
+    public let finished: Int
+    /// Finished jobs that needed more than one attempt: Apple erred or timed out on them first.
+    public let retried: Int
+}
+
+public struct ThroughputWindow: Sendable {
+    public let seconds: Double
+    public let bucketSeconds: Double
+    public let buckets: [ThroughputBucket]
+
+    public var finished: Int { buckets.reduce(0) { $0 + $1.finished } }
+    public var retried: Int { buckets.reduce(0) { $0 + $1.retried } }
+
+    public var byOutcome: [(outcome: String, count: Int)] {
+        Dictionary(grouping: buckets, by: \.outcome).map { ($0.key, $0.value.reduce(0) { $0 + $1.finished }) }
+            .sorted { $0.count != $1.count ? $0.count > $1.count : $0.outcome < $1.outcome }
+    }
+
+    /// Finished jobs per bucket, oldest first, one entry per bucket of the window (gaps are 0).
+    public func series(now: Date) -> [Int] {
+        let count = Int((seconds / bucketSeconds).rounded())
+        let firstStart = (now.timeIntervalSince1970 / bucketSeconds).rounded(.down) * bucketSeconds - Double(count - 1) * bucketSeconds
+        var values = [Int](repeating: 0, count: count)
+        for bucket in buckets {
+            let index = Int(((bucket.start.timeIntervalSince1970 - firstStart) / bucketSeconds).rounded())
+            if values.indices.contains(index) { values[index] += bucket.finished }
+        }
+        return values
+    }
+}
+
+struct ThroughputStore: Sendable {
+    let client: PostgresClient
+
+    /// One branch per finished state, each on its own partial index (jobs_done, jobs_failed on
+    /// finished_at; jobs_attention, few rows), the way QueueStatistics counts states. The window is
+    /// written into the text, not bound: a prepared statement's generic plan cannot see a bound
+    /// window's width, guesses a third of the table, and reads all of it (measured by bench console).
+    static func windowSQL(_ window: String, bucket: String) -> String {
+        """
+        SELECT date_trunc('\(bucket)', finished_at) AS bucket, outcome, count(*)::bigint, count(*) FILTER (WHERE attempts > 1)::bigint
+        FROM (
+            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'done' AND finished_at >= now() - interval '\(window)'
+            UNION ALL
+            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'failed' AND finished_at >= now() - interval '\(window)'
+            UNION ALL
+            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'attention' AND finished_at >= now() - interval '\(window)'
+        ) AS finished
+        GROUP BY 1, 2 ORDER BY 1
+        """
+    }
+
+    static let lastHourSQL = windowSQL("1 hour", bucket: "minute")
+    static let lastDaySQL = windowSQL("1 day", bucket: "hour")
+
+    func lastHour() async throws -> ThroughputWindow { try await window(Self.lastHourSQL, seconds: 3600, bucketSeconds: 60) }
+    func lastDay() async throws -> ThroughputWindow { try await window(Self.lastDaySQL, seconds: 86_400, bucketSeconds: 3600) }
+
+    private func window(_ sql: String, seconds: Double, bucketSeconds: Double) async throws -> ThroughputWindow {
+        let rows = try await client.query(sql).map { row in
+            ThroughputBucket(start: try row.decode(at: 0), outcome: try row.decode(String?.self, at: 1) ?? "none",
+                             finished: try row.decode(at: 2), retried: try row.decode(at: 3))
+        }
+        return ThroughputWindow(seconds: seconds, bucketSeconds: bucketSeconds, buckets: rows)
+    }
+}

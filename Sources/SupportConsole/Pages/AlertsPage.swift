@@ -1,0 +1,52 @@
+/// Alerts, open first, with credit to order and resolve with note for the support role.
+struct AlertsPage {
+    let open: [AlertRow]
+    let openHasMore: Bool
+    let resolved: [AlertRow]
+    let resolvedHasMore: Bool
+    let cursors: (open: Int?, resolved: Int?)
+    let notice: (text: String, tone: String)?
+
+    func render(_ user: ConsoleUser) -> HTML {
+        var pager: [HTML] = []
+        if cursors.open != nil || cursors.resolved != nil { pager.append("<a href=\"/alerts\">← Newest</a>") }
+        if openHasMore, let last = open.last {
+            pager.append("<a href=\"/alerts\(FormFields.query(["open_before": String(last.id)]))\">Older open →</a>")
+        }
+        if resolvedHasMore, let last = resolved.last {
+            pager.append("<a href=\"/alerts\(FormFields.query(["resolved_before": String(last.id)]))\">Older resolved →</a>")
+        }
+        let content: HTML = """
+            \(Components.notice(notice?.text, tone: notice?.tone ?? "ok"))\
+            <h2>Open</h2>\(AlertTable.render(open, user: user, actions: true))\
+            <h2>Resolved</h2>\(AlertTable.render(resolved, user: user, actions: false))<nav class="pager">\(pager)</nav>
+            """
+        return Layout.page(title: "Alerts", current: "/alerts", user: user, content)
+    }
+}
+
+/// Alert rows wherever they are listed; open ones carry the action forms for the support role.
+enum AlertTable {
+    static func render(_ alerts: [AlertRow], user: ConsoleUser, actions: Bool) -> HTML {
+        Components.table(["alert", "kind", "user", "order", "product", "transaction", "reason", "since", "state", ""], alerts.map { alert in
+            ["<span id=\"alert-\(alert.id)\">#\(alert.id)</span>", Components.badge(alert.kind), Components.userLink(alert.userID),
+             Components.searchLink(alert.orderID), "\(alert.productID)", Components.searchLink(alert.transactionID), "\(alert.reason)",
+             "\(DisplayFormat.time(alert.firstSeenAt))",
+             alert.state == "open" ? Components.badge(alert.state) : "\(Components.badge(alert.state)) \(alert.resolution)",
+             actions && user.role.mayAct && alert.state == "open" ? forms(alert, user) : Components.jobLink(alert.jobID)]
+        }, empty: "No alerts.")
+    }
+
+    private static func forms(_ alert: AlertRow, _ user: ConsoleUser) -> HTML {
+        let credit: HTML = alert.isCreditable ? """
+            <form class="inline" method="post" action="/alerts/\(alert.id)/credit" data-confirm="Credit this payment to the order?">\
+            \(Components.csrfField(user))<input type="text" name="order_id" required placeholder="order id" aria-label="Order id for alert \(alert.id)">\
+            <button type="submit">Credit to order</button></form>
+            """ : ""
+        return """
+            \(credit)<form class="inline" method="post" action="/alerts/\(alert.id)/resolve">\(Components.csrfField(user))\
+            <input type="text" name="note" required placeholder="what was done" aria-label="Note for alert \(alert.id)">\
+            <button type="submit" class="secondary">Resolve</button></form>
+            """
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import Queue
+
+/// Jobs by state, oldest queued age, throughput and outcomes over the last hour and day, open
+/// alerts by kind, and the Apple error rate; refreshes itself every 30 s when scripts run.
+struct OverviewPage {
+    let queue: QueueSnapshot
+    let openAlerts: [String: Int]
+    let hour: ThroughputWindow
+    let day: ThroughputWindow
+    let now: Date
+
+    func render(_ user: ConsoleUser) -> HTML {
+        let states = HTML.join(QueueSnapshot.states.map { state -> HTML in
+            let approx = queue.estimatedStates.contains(state) ? "~" : ""
+            return "<div><dt>\(Components.badge(state))</dt><dd>\(approx)\(queue.jobsByState[state] ?? 0)</dd></div>"
+        })
+        let alerts = HTML.join(openAlerts.sorted { $0.key < $1.key }.map { kind, count -> HTML in
+            "<div><dt><a href=\"/alerts\">\(kind)</a></dt><dd>\(count)</dd></div>"
+        })
+        let content: HTML = """
+            <div class="grid">
+            <section class="card"><h2>Jobs by state</h2><dl class="stats">\(states)\
+            <div><dt>oldest queued</dt><dd>\(DisplayFormat.age(queue.oldestQueuedAgeSeconds))</dd></div></dl></section>
+            <section class="card"><h2>Open alerts</h2><dl class="stats">\(alerts)</dl></section>
+            </div>
+            <div class="grid">
+            \(window(hour, title: "Last hour", bucketWord: "minute"))
+            \(window(day, title: "Last 24 hours", bucketWord: "hour"))
+            </div>
+            """
+        return Layout.page(title: "Overview", current: "/", user: user, refreshSeconds: 30, content)
+    }
+
+    private func window(_ window: ThroughputWindow, title: String, bucketWord: String) -> HTML {
+        let series = window.series(now: now).map(Double.init)
+        return """
+            <section class="card"><h2>\(title)</h2>
+            <dl class="stats"><div><dt>finished</dt><dd>\(window.finished)</dd></div>\
+            <div><dt>Apple error rate</dt><dd>\(DisplayFormat.percent(window.retried, of: window.finished))</dd></div></dl>
+            \(SVGChart.bars(series, caption: "Jobs finished per \(bucketWord)"))
+            \(SVGChart.labelledBars(window.byOutcome.map { ($0.outcome, $0.count) }, caption: "Outcomes"))
+            <p class="empty">Apple error rate: the share of finished jobs that met an Apple error, timeout or retryable status before their outcome.</p>
+            </section>
+            """
+    }
+}

@@ -1,0 +1,21 @@
+/// A buyer: orders, ledger, refunds, alerts and latest jobs.
+struct UserPage {
+    let activity: UserActivity
+
+    func render(_ user: ConsoleUser) -> HTML {
+        let orders = Components.table(["order", "product", "qty", "status", "created", "credited", "transaction"], activity.orders.map { order in
+            [Components.searchLink(order.orderID), "\(order.productID)", "\(order.quantity)", Components.badge(order.status),
+             "\(DisplayFormat.time(order.createdAt))", "\(DisplayFormat.time(order.creditedAt))", Components.searchLink(order.transactionID)]
+        }, empty: "No orders.")
+        let jobs = Components.table(["job", "kind", "order", "state", "outcome", "created"], activity.jobs.map { job in
+            [Components.jobLink(job.id), "\(job.kind)", Components.searchLink(job.orderID), Components.badge(job.state),
+             Components.badge(job.outcome), "\(DisplayFormat.time(job.createdAt))"]
+        }, empty: "No jobs.")
+        let content: HTML = """
+            <h2>Orders</h2>\(orders)<h2>Ledger</h2>\(LedgerTable.render(activity.ledger))\
+            <h2>Refunds</h2>\(LedgerTable.render(activity.refunds))\
+            <h2>Alerts</h2>\(AlertTable.render(activity.alerts, user: user, actions: true))<h2>Latest jobs</h2>\(jobs)
+            """
+        return Layout.page(title: "User \(activity.userID)", current: "/jobs", user: user, content)
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import HTTP
+import Queue
+import Settlement
+
+extension ConsoleApp {
+    static let exactFinishedLimit = 10_000
+
+    func addReadPages(to router: inout HTTPRouter) {
+        router.get("/", readable { _, _, user, _ in
+            // Finished jobs counted exactly up to 10,000 per state, then the partial index's row
+            // estimate (shown as "~"): counting 100,000 done and failed rows, status's cap, took
+            // the page to ~170 ms at a million jobs (bench console).
+            async let queue = QueueStatistics.snapshot(client, exactFinishedLimit: Self.exactFinishedLimit)
+            async let alerts = AlertStatistics.openByKind(client)
+            async let hour = ThroughputStore(client: client).lastHour()
+            async let day = ThroughputStore(client: client).lastDay()
+            let page = OverviewPage(queue: try await queue, openAlerts: try await alerts, hour: try await hour, day: try await day, now: Date())
+            return Responses.html(page.render(user))
+        })
+        router.get("/jobs", readable { _, _, user, form in
+            guard let criteria = JobSearchCriteria(form) else { throw BadRequest("Unknown filter value or bad page cursor.") }
+            let (jobs, hasMore) = try await JobSearch(client: client).page(criteria)
+            return Responses.html(JobsPage(criteria: criteria, jobs: jobs, hasMore: hasMore).render(user))
+        })
+        router.get("/jobs/{id}", readable { _, params, user, _ in
+            guard let id = params["id"].flatMap({ Int($0) }), id > 0 else { throw BadRequest("A job id is a positive whole number.") }
+            guard let detail = try await JobDetails(client: client).load(id) else {
+                return Responses.html(MessagePage.render(title: "Not found", message: "There is no job #\(id).", user: user), status: 404)
+            }
+            return Responses.html(JobPage(detail: detail).render(user))
+        })
+        router.get("/users", readable { _, _, user, form in
+            let userID = try form.required("id", label: "A user id", maxLength: 500)
+            return Responses.html(UserPage(activity: try await UserActivityStore(client: client).load(userID)).render(user))
+        })
+        router.get("/alerts", readable { _, _, user, form in
+            let cursors = (open: try form.cursor("open_before"), resolved: try form.cursor("resolved_before"))
+            let board = AlertBoard(client: client)
+            // Paging through resolved alerts keeps the open ones in view only on the first page.
+            let none: (alerts: [AlertRow], hasMore: Bool) = ([], false)
+            let open = cursors.resolved == nil ? try await board.page(state: "open", before: cursors.open) : none
+            let resolved = cursors.open == nil ? try await board.page(state: "resolved", before: cursors.resolved) : none
+            let page = AlertsPage(open: open.alerts, openHasMore: open.hasMore, resolved: resolved.alerts, resolvedHasMore: resolved.hasMore,
+                                  cursors: cursors, notice: try AlertNotice.text(form))
+            return Responses.html(page.render(user))
+        })
+        router.get("/audit", readable { _, _, user, form in
+            let before = try form.cursor("before")
+            let entries = try await audit.page(before: before ?? Int.max, limit: 101)
+            return Responses.html(AuditPage(entries: Array(entries.prefix(100)), hasMore: entries.count > 100, before: before).render(user))
+        })
+        router.get("/lookup", readable { _, _, user, _ in
+            Responses.html(LookupPage(available: lookup != nil, appleOrderID: nil, transactions: [], notice: nil).render(user))
+        })
+    }
+}
+
+/// What the alerts page says after an action: a fixed sentence chosen by a code in the
+/// redirect, so a crafted link cannot put words of its own on the page.
+enum AlertNotice {
+    static func text(_ form: FormFields) throws -> (text: String, tone: String)? {
+        guard let code = form.text("notice") else { return nil }
+        let id = try form.cursor("alert").map { "#\($0)" } ?? ""
+        switch code {
+        case "credited": return ("Alert \(id): credited to the order and resolved.", "ok")
+        case "already_credited": return ("Alert \(id): the payment was already in the ledger; resolved, nothing doubled.", "ok")
+        case "resolved": return ("Alert \(id): resolved.", "ok")
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,56 @@
+/// Small pieces the pages share: tables, links to jobs and users, state badges, forms.
+enum Components {
+    static func table(_ headers: [String], _ rows: [[HTML]], empty: String = "Nothing here.") -> HTML {
+        guard !rows.isEmpty else { return "<p class=\"empty\">\(empty)</p>" }
+        let head = HTML.join(headers.map { header -> HTML in "<th scope=\"col\">\(header)</th>" })
+        // data-label lets a phone show each row as a card, the header beside each value.
+        let body = HTML.join(rows.map { cells -> HTML in
+            "<tr>\(zip(headers, cells).map { header, cell -> HTML in "<td data-label=\"\(header)\">\(cell)</td>" })</tr>"
+        })
+        return "<div class=\"scroll\"><table><thead><tr>\(head)</tr></thead><tbody>\(body)</tbody></table></div>"
+    }
+
+    static func jobLink(_ id: Int?) -> HTML {
+        guard let id else { return "–" }
+        return "<a href=\"/jobs/\(id)\">#\(id)</a>"
+    }
+
+    static func userLink(_ userID: String?) -> HTML {
+        guard let userID else { return "–" }
+        return "<a href=\"/users\(FormFields.query(["id": userID]))\">\(userID)</a>"
+    }
+
+    /// A search link for an order or transaction id (finds its jobs).
+    static func searchLink(_ text: String?) -> HTML {
+        guard let text else { return "–" }
+        return "<a href=\"/jobs\(FormFields.query(["q": text]))\">\(text)</a>"
+    }
+
+    static func badge(_ word: String?) -> HTML {
+        guard let word else { return "–" }
+        let tone = switch word {
+        case "done", "credited", "already_credited", "restored", "acknowledged", "consumption_sent", "resolved": "ok"
+        case "attention", "paid_not_credited", "config_error", "consumption_failed", "open", "receipt_replay", "stuck_verification": "bad"
+        case "failed", "timed_out", "retrying", "replayed", "revoked": "warn"
+        default: "neutral"
+        }
+        return "<span class=\"badge \(tone)\">\(word)</span>"
+    }
+
+    static func csrfField(_ user: ConsoleUser) -> HTML {
+        "<input type=\"hidden\" name=\"csrf\" value=\"\(user.csrfToken)\">"
+    }
+
+    static func notice(_ text: String?, tone: String = "ok") -> HTML {
+        guard let text else { return "" }
+        return "<p class=\"notice \(tone)\" role=\"status\">\(text)</p>"
+    }
+
+    /// A select whose options are fixed words; `selected` is a validated filter value.
+    static func select(_ name: String, label: String, options: [String], selected: String?) -> HTML {
+        let choices = options.map { option -> HTML in
+            "<option value=\"\(option)\"\(HTML(trusted: option == selected ? " selected" : ""))>\(option)</option>"
+        }
+        return "<label>\(label) <select name=\"\(name)\"><option value=\"\">any</option>\(choices)</select></label>"
+    }
+}

@@ -1,0 +1,28 @@
+/// The page shell: head, navigation, who is signed in (with the sign-out form), the content.
+enum Layout {
+    static let sections: [(path: String, title: String)] = [
+        ("/", "Overview"), ("/jobs", "Jobs"), ("/alerts", "Alerts"), ("/lookup", "Apple order lookup"), ("/audit", "Audit log"),
+    ]
+
+    static func page(title: String, current: String, user: ConsoleUser?, refreshSeconds: Int = 0, _ content: HTML) -> HTML {
+        let navigation = HTML.join(sections.map { section -> HTML in
+            let marker = HTML(trusted: section.path == current ? " aria-current=\"page\"" : "")
+            return "<a href=\"\(section.path)\"\(marker)>\(section.title)</a>"
+        })
+        let header: HTML = user.map { user in
+            """
+            <header class="top"><a class="brand" href="/">receipt-worker support</a><nav>\(navigation)</nav>\
+            <div class="who"><span>\(user.name) · \(user.role.rawValue)</span>\
+            <form method="post" action="/logout">\(Components.csrfField(user))<button type="submit">Sign out</button></form></div></header>
+            """
+        } ?? "<header class=\"top\"><span class=\"brand\">receipt-worker support</span></header>"
+        let refresh = HTML(trusted: refreshSeconds > 0 ? " data-refresh=\"\(refreshSeconds)\"" : "")
+        return """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">\
+            <title>\(title) · receipt-worker support</title><link rel="stylesheet" href="/static/console.css">\
+            <script src="/static/console.js" defer></script></head>
+            <body\(refresh)>\(header)<main><h1>\(title)</h1>\(content)</main></body></html>
+            """
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// Small charts drawn on the server as inline SVG: no script, no external image, and only
+/// presentation attributes (the CSP forbids inline `style`).
+enum SVGChart {
+    static let width = 600.0
+
+    /// Vertical bars, oldest left; `caption` is the accessible name and the hover title.
+    static func bars(_ values: [Double], height: Double = 110, caption: String, unit: String = "", tone: String = "bar") -> HTML {
+        let top = max(values.max() ?? 0, 1)
+        let slot = width / Double(max(values.count, 1))
+        let bars = values.enumerated().map { index, value -> HTML in
+            let h = (value / top * (height - 14)).rounded()
+            let x = (Double(index) * slot + 0.5).rounded()
+            let w = max(slot - 1, 1)
+            return """
+                <rect class="\(tone)" x="\(number(x))" y="\(number(height - h))" width="\(number(w))" height="\(number(h))"><title>\(number(value))\(unit)</title></rect>
+                """
+        }
+        return """
+            <figure class="chart"><svg viewBox="0 0 \(number(width)) \(number(height))" role="img" aria-label="\(caption)" preserveAspectRatio="none">\
+            <line class="axis" x1="0" y1="\(number(height - 0.5))" x2="\(number(width))" y2="\(number(height - 0.5))"></line>\(bars)\
+            <text class="peak" x="2" y="10">max \(number(top))\(unit)</text></svg><figcaption>\(caption)</figcaption></figure>
+            """
+    }
+
+    /// Horizontal bars with labels, largest first (outcomes).
+    static func labelledBars(_ items: [(label: String, value: Int)], caption: String) -> HTML {
+        guard !items.isEmpty else { return "<p class=\"empty\">No finished jobs in this window.</p>" }
+        let row = 22.0, labelWidth = 170.0
+        let top = Double(max(items.map(\.value).max() ?? 1, 1))
+        let height = row * Double(items.count)
+        let rows = items.enumerated().map { index, item -> HTML in
+            let y = Double(index) * row
+            let w = max((Double(item.value) / top * (width - labelWidth - 70)).rounded(), 1)
+            return """
+                <text class="label" x="0" y="\(number(y + 15))">\(item.label)</text>\
+                <rect class="bar \(tone(item.label))" x="\(number(labelWidth))" y="\(number(y + 4))" width="\(number(w))" height="14"></rect>\
+                <text class="value" x="\(number(labelWidth + w + 6))" y="\(number(y + 15))">\(item.value)</text>
+                """
+        }
+        return """
+            <figure class="chart"><svg viewBox="0 0 \(number(width)) \(number(height))" role="img" aria-label="\(caption)">\(rows)</svg>\
+            <figcaption>\(caption)</figcaption></figure>
+            """
+    }
+
+    private static func tone(_ outcome: String) -> String {
+        switch outcome {
+        case "paid_not_credited", "config_error", "consumption_failed": "bad"
+        case "credited", "already_credited", "acknowledged", "restored", "consumption_sent": "ok"
+        default: "warn"
+        }
+    }
+
+    private static func number(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
+    }
+}

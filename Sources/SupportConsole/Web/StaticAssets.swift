@@ -1,0 +1,89 @@
+/// The stylesheet and the one small script, served by the binary from `/static/` (no CDN, no
+/// build step). The CSP allows scripts and styles from this origin only.
+enum StaticAssets {
+    static let stylesheet = """
+        :root { --ink: #1d2330; --muted: #5f6b7a; --line: #dde2e8; --paper: #ffffff; --wash: #f4f6f9;
+                --accent: #2456c4; --ok: #1d7a46; --warn: #a36100; --bad: #b3261e; }
+        * { box-sizing: border-box; }
+        body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink); background: var(--wash); }
+        a { color: var(--accent); }
+        header.top { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1.25rem; padding: .6rem 1rem;
+                     background: var(--ink); color: #fff; }
+        header.top a { color: #fff; text-decoration: none; }
+        header.top .brand { font-weight: 700; letter-spacing: .01em; }
+        header.top nav { display: flex; flex-wrap: wrap; gap: .25rem .9rem; }
+        header.top nav a[aria-current="page"] { text-decoration: underline; text-underline-offset: .3em; }
+        header.top .who { margin-left: auto; display: flex; align-items: center; gap: .5rem; font-size: .9rem; color: #cfd6e0; }
+        header.top .who button { background: transparent; color: #fff; border: 1px solid #8893a3; border-radius: 4px; padding: .15rem .5rem; cursor: pointer; }
+        main { max-width: 1200px; margin: 0 auto; padding: 1rem; }
+        h1 { font-size: 1.35rem; margin: .3rem 0 1rem; }
+        h2 { font-size: 1.05rem; margin: 1.5rem 0 .5rem; }
+        section.card, form.card { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: .9rem 1rem; margin-bottom: 1rem; }
+        .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(260px, 1fr)); gap: 1rem; }
+        .stats { display: grid; grid-template-columns: repeat(auto-fit, minmax(130px, 1fr)); gap: .5rem; margin: 0; }
+        .stats div { background: var(--wash); border-radius: 6px; padding: .4rem .6rem; }
+        .stats dt { font-size: .8rem; color: var(--muted); }
+        .stats dd { margin: 0; font-size: 1.2rem; font-weight: 600; }
+        .scroll { overflow-x: auto; }
+        table { width: 100%; border-collapse: collapse; background: var(--paper); font-size: .9rem; }
+        th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+        th { font-size: .78rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); white-space: nowrap; }
+        td { overflow-wrap: break-word; }
+        .card h2:first-child { margin-top: 0; }
+        .badge { display: inline-block; padding: 0 .45rem; border-radius: 999px; font-size: .8rem; white-space: nowrap; background: #e8ebf0; }
+        .badge.ok { background: #dff3e7; color: var(--ok); }
+        .badge.warn { background: #fdf0d9; color: var(--warn); }
+        .badge.bad { background: #fbe2e0; color: var(--bad); }
+        .notice { padding: .55rem .8rem; border-radius: 6px; background: #dff3e7; color: var(--ok); }
+        .notice.bad { background: #fbe2e0; color: var(--bad); }
+        .empty { color: var(--muted); font-style: italic; }
+        form.inline { display: flex; flex-wrap: wrap; gap: .35rem; align-items: center; margin: .2rem 0; }
+        form.search { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; }
+        input[type=text], input[type=search], input[type=password], select { font: inherit; padding: .3rem .45rem; border: 1px solid #b9c2ce; border-radius: 4px; background: #fff; min-width: 0; }
+        input[type=search] { flex: 1 1 16rem; }
+        button { font: inherit; padding: .3rem .8rem; border-radius: 4px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; }
+        button.secondary { background: #fff; color: var(--accent); }
+        label { display: inline-flex; gap: .3rem; align-items: center; font-size: .9rem; color: var(--muted); }
+        .pager { display: flex; gap: 1rem; margin: .6rem 0; }
+        dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 0; }
+        dl.facts dt { color: var(--muted); }
+        dl.facts dd { margin: 0; overflow-wrap: anywhere; }
+        .error-text { font-family: ui-monospace, monospace; font-size: .85rem; white-space: pre-wrap; }
+        figure.chart { margin: 0 0 .8rem; }
+        figure.chart svg { width: 100%; height: auto; max-height: 180px; display: block; background: var(--wash); border-radius: 4px; }
+        figure.chart figcaption { font-size: .8rem; color: var(--muted); }
+        svg .bar { fill: var(--accent); } svg .bar.ok { fill: var(--ok); } svg .bar.warn { fill: var(--warn); } svg .bar.bad, svg .errbar { fill: var(--bad); }
+        svg .axis { stroke: #b9c2ce; } svg text { font-size: 12px; fill: var(--ink); } svg .peak { fill: var(--muted); font-size: 10px; }
+        .login { max-width: 22rem; margin: 12vh auto; }
+        .login label { display: flex; flex-direction: column; align-items: stretch; margin-bottom: .7rem; }
+        @media (max-width: 640px) {
+            body { font-size: 14px; }
+            main { padding: .6rem; }
+            header.top .who { margin-left: 0; width: 100%; }
+            table, thead, tbody, tr, td { display: block; }
+            thead { display: none; }
+            tr { border-bottom: 1px solid var(--line); padding: .4rem 0; }
+            td { display: grid; grid-template-columns: 7.5rem 1fr; gap: .5rem; border: none; padding: .15rem .5rem; overflow-wrap: anywhere; }
+            td::before { content: attr(data-label); font-size: .75rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); }
+            td[data-label=""]::before { content: none; }
+            td[data-label=""] { display: block; }
+        }
+        """
+
+    /// Progressive only: every page works without it. Reloads the overview every 30 s while the
+    /// tab is visible, and asks before a credit (money moves).
+    static let script = """
+        (function () {
+          document.documentElement.classList.add('js');
+          var seconds = parseInt(document.body.getAttribute('data-refresh') || '0', 10);
+          if (seconds > 0) {
+            setInterval(function () { if (!document.hidden) { window.location.reload(); } }, seconds * 1000);
+          }
+          document.addEventListener('submit', function (event) {
+            var form = event.target;
+            var question = form.getAttribute('data-confirm');
+            if (question && !window.confirm(question)) { event.preventDefault(); }
+          });
+        })();
+        """
+}

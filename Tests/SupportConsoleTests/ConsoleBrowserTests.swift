@@ -1,0 +1,184 @@
+import Foundation
+import SupportConsole
+import TestSupport
+import XCTest
+
+/// The console in a real headless Chromium: the support desk's day, the refusals, hostile data,
+/// and a screenshot of every page at laptop (1280×800) and phone (390×844) size, kept under
+/// `.build/console-screenshots/` as CI artifacts.
+final class ConsoleBrowserTests: XCTestCase {
+    static let screenshots = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/console-screenshots").path
+
+    /// A browser and a console for `body`, both stopped afterwards whether it passed or threw.
+    private func withBrowser(lookup: (any AppleOrderLookup)? = nil,
+                             _ body: (WebDriver, ConsoleHarness) async throws -> Void) async throws {
+        guard WebDriver.isInstalled else {
+            throw XCTSkip("chromium and chromium-driver are not installed (.ci/run installs them)")
+        }
+        let browser = try await WebDriver.start()
+        let harness: ConsoleHarness
+        do { harness = try await ConsoleHarness(lookup: lookup) } catch {
+            await browser.quit()
+            throw error
+        }
+        do {
+            try await body(browser, harness)
+        } catch {
+            await browser.quit()
+            await harness.close()
+            throw error
+        }
+        await browser.quit()
+        await harness.close()
+    }
+
+    private func signIn(_ browser: WebDriver, _ harness: ConsoleHarness, as user: String) async throws {
+        try await browser.open(harness.baseURL + "/login")
+        try await browser.type("input[name=user]", user)
+        try await browser.type("input[name=password]", ConsoleHarness.password)
+        try await browser.click("form.login button")
+        let signedIn = try await eventually(10) { try await browser.source().contains("Sign out") }
+        XCTAssertTrue(signedIn, "sign-in as \(user) did not reach a page with a sign-out button")
+    }
+
+    func testSupportSearchesOpensAJobCreditsAndResolves() async throws {
+        try await withBrowser { browser, harness in
+            try await signIn(browser, harness, as: "sam")
+            // Search a user.
+            try await browser.open(harness.baseURL + "/jobs")
+            try await browser.type("input[name=q]", "alice")
+            try await browser.click("form.search button")
+            try await expectSoon { try await browser.currentURL().contains("q=alice") }
+            try await expectCount(browser, "tbody tr", 1)
+            // Open the job.
+            try await browser.click("tbody tr a[href^='/jobs/']")
+            try await expectSoon { try await browser.title().hasPrefix("Job #\(harness.fixture.attentionJob)") }
+            let job = try await browser.source()
+            XCTAssertTrue(job.contains("no open order for coins_100"))
+            // Credit the paid_not_credited alert to the order, then see the ledger row and the audit entry.
+            let alert = harness.fixture.paidNotCreditedAlert
+            try await browser.open(harness.baseURL + "/alerts")
+            try await browser.execute("window.confirm = function () { return true; };")
+            try await browser.type("form[action='/alerts/\(alert)/credit'] input[name=order_id]", "order-alice-1")
+            try await browser.click("form[action='/alerts/\(alert)/credit'] button")
+            try await expectSoon { try await browser.source().contains("credited to the order and resolved") }
+            try await browser.open(harness.baseURL + "/users?id=alice")
+            let user = try await browser.source()
+            XCTAssertTrue(user.contains("2000000000000001") && user.contains("order-alice-1") && user.contains(">support<"), "ledger row shown")
+            try await browser.open(harness.baseURL + "/audit")
+            let audit = try await browser.source()
+            XCTAssertTrue(audit.contains("alert:\(alert)"))
+            // Resolve one with a note.
+            let other = harness.fixture.alertToResolve
+            try await browser.open(harness.baseURL + "/alerts")
+            try await browser.type("form[action='/alerts/\(other)/resolve'] input[name=note]", "refunded by Apple, nothing owed")
+            try await browser.click("form[action='/alerts/\(other)/resolve'] button")
+            try await expectSoon { try await browser.source().contains("Alert #\(other): resolved.") }
+            let resolution: String = try await harness.scalar("SELECT resolution FROM iap.alerts WHERE id = $1", [other])
+            XCTAssertTrue(resolution.hasPrefix("refunded by Apple"))
+        }
+    }
+
+    func testViewerAndForgedFormsAreRefused() async throws {
+        try await withBrowser { browser, harness in
+            try await signIn(browser, harness, as: "vera")
+            try await browser.open(harness.baseURL + "/alerts")
+            try await expectCount(browser, "form[action$='/credit']", 0)
+            // The viewer submits a credit anyway, with her own valid CSRF token.
+            try await browser.execute(Self.postFormScript, ["/alerts/\(harness.fixture.paidNotCreditedAlert)/credit", "keep", "order-alice-1"])
+            try await expectSoon { try await browser.source().contains("may read but not act") }
+            // Support with a missing token, then with a stale one (from before signing in again).
+            try await signIn(browser, harness, as: "sam")
+            try await browser.open(harness.baseURL + "/alerts")
+            try await browser.execute(Self.postFormScript, ["/alerts/\(harness.fixture.alertToResolve)/resolve", "drop", "note"])
+            try await expectSoon { try await browser.source().contains("CSRF token missing or stale") }
+            try await browser.open(harness.baseURL + "/alerts")
+            let stale = try await browser.execute("return document.querySelector('input[name=csrf]').value;") as? String ?? ""
+            try await browser.click("header form button")   // sign out
+            try await signIn(browser, harness, as: "sam")
+            try await browser.open(harness.baseURL + "/alerts")
+            try await browser.execute(Self.postFormScript, ["/alerts/\(harness.fixture.alertToResolve)/resolve", stale, "note"])
+            try await expectSoon { try await browser.source().contains("CSRF token missing or stale") }
+            let open: Int = try await harness.scalar("SELECT count(*) FROM iap.alerts WHERE state = 'open'")
+            XCTAssertEqual(open, 3, "nothing was changed")
+            let ledger: Int = try await harness.scalar("SELECT count(*) FROM iap.credits")
+            XCTAssertEqual(ledger, 1)
+        }
+    }
+
+    func testAHostileUserIDRendersAsTextAndRunsNoScript() async throws {
+        try await withBrowser { browser, harness in
+            try await signIn(browser, harness, as: "sam")
+            let ownScriptRan = try await browser.execute("return document.documentElement.classList.contains('js');") as? Bool
+            XCTAssertEqual(ownScriptRan, true, "the CSP lets the console's own same-origin script run")
+            for path in ["/alerts", "/users?id=" + (ConsoleHarness.xssUser.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""),
+                         "/jobs?q=%3Cimg", "/jobs/\(harness.fixture.attentionJob + 3)"] {
+                try await browser.open(harness.baseURL + path)
+                let dialog = try await browser.openDialogText()
+                XCTAssertNil(dialog, "\(path): a dialog opened, so the payload ran")
+                try await expectCount(browser, "img", 0)
+                try await expectCount(browser, "script:not([src])", 0)
+                let text = try await browser.execute("return document.body.innerText;") as? String ?? ""
+                if path == "/alerts" { XCTAssertTrue(text.contains(ConsoleHarness.xssUser), "the user id shows as text") }
+            }
+        }
+    }
+
+    func testScreenshotsOfEveryPageAtLaptopAndPhoneSize() async throws {
+        try await withBrowser(lookup: FakeOrderLookup()) { browser, harness in
+            try await browser.open(harness.baseURL + "/login")
+            for (width, height, device) in [(1280, 800, "laptop"), (390, 844, "phone")] {
+                try await browser.setWindow(width: width, height: height)
+                try await browser.open(harness.baseURL + "/login")
+                try await browser.screenshot(to: "\(Self.screenshots)/login-\(device).png")
+            }
+            try await signIn(browser, harness, as: "sam")
+            let pages = [("overview", "/"), ("jobs", "/jobs"), ("job", "/jobs/\(harness.fixture.attentionJob)"), ("user", "/users?id=alice"),
+                         ("alerts", "/alerts"), ("lookup", "/lookup"), ("audit", "/audit")]
+            for (width, height, device) in [(1280, 800, "laptop"), (390, 844, "phone")] {
+                try await browser.setWindow(width: width, height: height)
+                for (name, path) in pages {
+                    try await browser.open(harness.baseURL + path)
+                    try await browser.screenshot(to: "\(Self.screenshots)/\(name)-\(device).png")
+                }
+                try await browser.open(harness.baseURL + "/lookup")
+                try await browser.type("input[name=apple_order_id]", "MK5TTTVWJH")
+                try await browser.click("form.search button")
+                try await expectSoon { try await browser.source().contains("2000000000000099") }
+                try await browser.screenshot(to: "\(Self.screenshots)/lookup-result-\(device).png")
+            }
+            let files = try FileManager.default.contentsOfDirectory(atPath: Self.screenshots).filter { $0.hasSuffix(".png") }
+            XCTAssertGreaterThanOrEqual(files.count, 18)
+        }
+    }
+
+    private func expectSoon(_ condition: () async throws -> Bool, file: StaticString = #filePath, line: UInt = #line) async throws {
+        let held = try await eventually(10, condition)
+        XCTAssertTrue(held, "the page never showed what was expected", file: file, line: line)
+    }
+
+    private func expectCount(_ browser: WebDriver, _ css: String, _ expected: Int, file: StaticString = #filePath, line: UInt = #line) async throws {
+        let count = try await browser.count(css)
+        XCTAssertEqual(count, expected, css, file: file, line: line)
+    }
+
+    /// Posts a copy of the page's own form to `action`: arguments are the action, what to do with
+    /// the CSRF field ("keep" the page's, "drop" it, or a token to use instead) and a field to fill.
+    static let postFormScript = """
+        var action = arguments[0], csrf = arguments[1], field = arguments[2];
+        var form = document.createElement('form');
+        form.method = 'post'; form.action = action;
+        if (csrf !== 'drop') {
+          var token = document.createElement('input');
+          token.type = 'hidden'; token.name = 'csrf';
+          token.value = csrf === 'keep' ? document.querySelector('input[name=csrf]').value : csrf;
+          form.appendChild(token);
+        }
+        var input = document.createElement('input');
+        input.type = 'hidden'; input.name = field; input.value = field === 'order_id' ? 'order-alice-1' : 'from a test';
+        form.appendChild(input);
+        document.body.appendChild(form);
+        form.submit();
+        """
+}

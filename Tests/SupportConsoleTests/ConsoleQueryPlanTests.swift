@@ -1,0 +1,78 @@
+import Foundation
+import Postgres
+@testable import Queue
+@testable import Settlement
+@testable import SupportConsole
+import TestSupport
+import XCTest
+
+/// Every page's SQL, explained: none may scan iap.jobs or iap.credits sequentially.
+///
+/// Method: a few thousand rows are loaded and ANALYZEd, then each statement is explained with
+/// `enable_seqscan = off` in that session. With sequential scans priced out, the planner still
+/// picks one only where no index can answer the query, so a "Seq Scan on iap.jobs" in the plan
+/// means a page's query has no index behind it — what this test exists to catch — and not
+/// that the table is small. (`bench console` times the same queries at 1,000,000 jobs.)
+final class ConsoleQueryPlanTests: XCTestCase {
+    func testNoPageQueryScansJobsOrCreditsSequentially() async throws {
+        let url = try await TestDatabase.fresh()
+        let client = PostgresClient(conninfo: url, maxConnections: 1)
+        _ = try await client.query("""
+            INSERT INTO iap.jobs (kind, user_id, order_id, payload, dedup_key, state, outcome, finished_at, transaction_ids)
+            SELECT 'receipt', 'user-' || (i % 500), 'order-' || i, 'payload-' || i, sha256(('k' || i)::bytea),
+                   CASE WHEN i % 50 = 0 THEN 'attention' ELSE 'done' END,
+                   CASE WHEN i % 50 = 0 THEN 'paid_not_credited' ELSE 'credited' END, now() - (i || ' seconds')::interval,
+                   ARRAY[(1000000 + i)::text]
+            FROM generate_series(1, 5000) AS i
+            """)
+        _ = try await client.query("""
+            INSERT INTO iap.orders (order_id, user_id, product_id, status) SELECT 'order-' || i, 'user-' || (i % 500), 'coins', 'credited'
+            FROM generate_series(1, 5000) AS i
+            """)
+        _ = try await client.query("""
+            INSERT INTO iap.credits (transaction_id, order_id, user_id, product_id, quantity, environment, job_id)
+            SELECT (1000000 + i)::text, 'order-' || i, 'user-' || (i % 500), 'coins', 1, 'Production', i FROM generate_series(1, 5000) AS i
+            """)
+        try await client.withConnection { connection in
+            try await connection.execute(script: "ANALYZE iap.jobs; ANALYZE iap.credits; ANALYZE iap.orders; ANALYZE iap.alerts")
+        }
+        let text = "user-7"
+        var statements: [(name: String, sql: String, binds: [any PostgresEncodable])] = [
+            ("overview: jobs by state", QueueStatistics.snapshotSQL, [ConsoleApp.exactFinishedLimit]),
+            ("overview: open alerts", AlertStatistics.openByKindSQL, []),
+            ("overview: last hour", ThroughputStore.lastHourSQL, []),
+            ("overview: last day", ThroughputStore.lastDaySQL, []),
+            ("job", JobDetails.jobSQL, [42]),
+            ("job: ledger", JobDetails.ledgerSQL, [["1000042"], 42]),
+            ("job: alerts", JobDetails.alertsSQL, [42]),
+            ("user: orders", UserActivityStore.ordersSQL, [text, 100]),
+            ("user: ledger", UserActivityStore.ledgerSQL, [text, 100]),
+            ("user: alerts", UserActivityStore.alertsSQL, [text, 100]),
+            ("user: jobs", UserActivityStore.jobsSQL, [text, 100]),
+            ("alerts", AlertBoard.pageSQL, ["open", Int.max, 51]),
+            ("audit", AuditLog.pageSQL, [Int.max, 101]),
+            ("alert credit: lock", SupportDesk.lockAlertSQL, [1]),
+        ]
+        for criteria in [JobSearchCriteria(), JobSearchCriteria(text: text), JobSearchCriteria(text: "1000042"),
+                         JobSearchCriteria(text: "42", state: "done"), JobSearchCriteria(state: "attention", outcome: "paid_not_credited"),
+                         JobSearchCriteria(kind: "receipt", before: 100), JobSearchCriteria(text: "order-9", outcome: "credited", before: 10)] {
+            let (sql, binds) = JobSearch.sql(criteria)
+            statements.append(("jobs search \(criteria)", sql, binds))
+        }
+        try await client.withConnection { connection in
+            _ = try await connection.query("SET enable_seqscan = off")
+            // The control: a query no index can answer still shows its scan, so the check below can fail.
+            let control = try await connection.query("EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM iap.jobs WHERE last_error = $1", ["x"])
+                .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+            XCTAssertTrue(control.contains("Seq Scan on iap.jobs"), control)
+            for statement in statements {
+                let plan = try await connection.query("EXPLAIN (VERBOSE, COSTS OFF) " + statement.sql, statement.binds)
+                    .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+                for table in ["iap.jobs", "iap.credits"] {
+                    XCTAssertFalse(plan.contains("Seq Scan on \(table)"), "\(statement.name) scans \(table):\n\(plan)")
+                }
+            }
+        }
+        await client.close()
+    }
+}
