@@ -1,5 +1,6 @@
 import EmbeddedPostgres
 import Foundation
+import HTTP
 import Observability
 import Postgres
 import Queue
@@ -197,8 +198,4 @@ struct QueueBenchmark {
         return try await client.query("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")[0]
             .decode(Int.self, at: 0) - 2
     }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
