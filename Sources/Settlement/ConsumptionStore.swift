@@ -31,7 +31,7 @@ struct ConsumptionStore: Sendable {
             RETURNING id
         )
         INSERT INTO iap.consumption_requests (notification_uuid, transaction_id, environment, reason, requested_at, respond_by, job_id)
-        SELECT $1::uuid, $2, $3, $4, $5, $5 + interval '12 hours', (SELECT id FROM job)
+        SELECT $1::uuid, $2, $3, $4, $5::timestamptz, $5::timestamptz + interval '12 hours', (SELECT id FROM job)
         ON CONFLICT (notification_uuid) DO NOTHING
         RETURNING job_id
         """

@@ -18,6 +18,8 @@ enum CommandLineApp {
         Command(spec: DemoCommand.spec, run: DemoCommand.run),
         Command(spec: AppleSimCommand.spec, run: AppleSimCommand.run),
         Command(spec: BenchCommand.spec, run: BenchCommand.run),
+        Command(spec: NotificationsCommand.spec, run: NotificationsCommand.run),
+        Command(spec: SupportCommand.spec, run: SupportCommand.run),
     ]
 
     static func main(_ arguments: [String], environment: [String: String]) async -> Int32 {
