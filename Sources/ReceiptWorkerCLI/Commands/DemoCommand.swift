@@ -90,8 +90,9 @@ struct DemoTour {
         await simulator.shutdown()
 
         let passed = try await printOutcomes(firstWave + replay, jobs: jobs)
+        let recovered = try await DemoRecoveryStories(runtime: runtime, client: client, url: url).run()
         try await printLedgerAndAlerts()
-        return passed
+        return passed && recovered
     }
 
     private func sampleCases() async throws -> [Case] {
