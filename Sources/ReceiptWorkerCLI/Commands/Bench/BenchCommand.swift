@@ -3,8 +3,8 @@ import Foundation
 enum BenchCommand {
     static let spec = CommandSpec(
         name: "bench",
-        summary: "Benchmarks, one result line each: queue (throughput, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim), ingest, soak (faults), transport (the HTTP clients at 2,000 in flight).",
-        usage: "bench queue|apple|ingest|soak|transport [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--seconds N]",
+        summary: "Benchmarks, one result line each: queue (throughput, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim), ingest, soak (faults), transport (the HTTP clients at 2,000 in flight), appstore (the fleet-wide App Store Server API limit, history backfill).",
+        usage: "bench queue|apple|ingest|soak|transport|appstore [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--seconds N]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
@@ -22,7 +22,8 @@ enum BenchCommand {
         case "apple": return try await AppleBenchmark(runtime: runtime).run()
         case "soak": return try await SoakBenchmark(runtime: runtime).run()
         case "transport": return try await TransportBenchmark(runtime: runtime).run()
-        case let other: throw UsageError("unknown benchmark '\(other)' (benchmarks: queue, apple, ingest, soak, transport)")
+        case "appstore": return try await AppStoreAPIBenchmark(runtime: runtime).run()
+        case let other: throw UsageError("unknown benchmark '\(other)' (benchmarks: queue, apple, ingest, soak, transport, appstore)")
         }
     }
 
