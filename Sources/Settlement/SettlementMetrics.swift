@@ -20,6 +20,7 @@ public struct SettlementMetrics: Sendable {
         consumptionRequests = registry.counter("iap_consumption_requests_total",
                                                help: "Refund requests (CONSUMPTION_REQUEST) answered, by result: sent, no_consent, failed, retry.",
                                                labelNames: ["result"])
+        for result in ["sent", "no_consent", "failed", "retry"] { consumptionRequests.labels(result).add(0) }
         for kind in AlertKind.allCases { alertsRaised.labels(kind.rawValue).add(0) }
     }
 }

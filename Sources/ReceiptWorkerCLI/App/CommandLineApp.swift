@@ -51,8 +51,9 @@ enum CommandLineApp {
 
     static func overview() -> String {
         var lines = ["usage: receipt-worker <command> [--flag value]...", "", "commands:"]
+        let width = max(12, (commands.map(\.spec.name.count).max() ?? 0) + 2)
         for command in commands {
-            lines.append("  " + command.spec.name.padding(toLength: 12, withPad: " ", startingAt: 0) + command.spec.summary)
+            lines.append("  " + command.spec.name.padding(toLength: width, withPad: " ", startingAt: 0) + command.spec.summary)
         }
         lines += ["", "receipt-worker <command> --help lists a command's flags and environment variables."]
         return lines.joined(separator: "\n")

@@ -31,7 +31,8 @@ enum SupportCommand {
             let found = try await desk.lookUp(appleOrderID: appleOrderID)
             Console.print(table(found))
             guard let user, let order else { return 0 }
-            let candidates = found.transactions.filter { !$0.refundedByApple && options.flag("transaction").map($0.transactionID.elementsEqual) ?? true }
+            let chosen = options.flag("transaction")
+            let candidates = found.transactions.filter { !$0.refundedByApple && (chosen == nil || $0.transactionID == chosen) }
             guard candidates.count == 1, let transaction = candidates.first else {
                 throw UsageError(candidates.isEmpty ? "no creditable transaction in Apple order \(appleOrderID)"
                                                     : "Apple order \(appleOrderID) has several transactions: pass --transaction ID")
