@@ -19,10 +19,14 @@ public struct AppStoreServerAPIConfiguration: Sendable {
     public var tokenLifetime: TimeInterval
     /// Ask the sandbox when production answers 4040010 (transaction id not found).
     public var sandboxFallback: Bool
+    /// How long a request may wait for its slot under the fleet limit; past that it is deferred
+    /// (a job retries later instead of holding its lease while it waits).
+    public var rateLimitMaxWait: Duration
 
     public init(productionURL: URL = Self.appleProductionURL, sandboxURL: URL = Self.appleSandboxURL,
                 issuerID: String, keyID: String, bundleID: String, privateKey: ES256PrivateKey,
-                requestTimeout: Duration = .seconds(15), tokenLifetime: TimeInterval = 300, sandboxFallback: Bool = true) {
+                requestTimeout: Duration = .seconds(15), tokenLifetime: TimeInterval = 300, sandboxFallback: Bool = true,
+                rateLimitMaxWait: Duration = .seconds(20)) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
         self.issuerID = issuerID
@@ -32,6 +36,7 @@ public struct AppStoreServerAPIConfiguration: Sendable {
         self.requestTimeout = requestTimeout
         self.tokenLifetime = tokenLifetime
         self.sandboxFallback = sandboxFallback
+        self.rateLimitMaxWait = rateLimitMaxWait
     }
 
     /// Errors name the setting, never a value that could be secret.

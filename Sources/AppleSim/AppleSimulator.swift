@@ -23,7 +23,7 @@ public final class AppleSimulator: Sendable {
         let engine = SimEngine(configuration: configuration)
         self.engine = engine
         self.serverAPI = serverAPI ?? SimServerAPI.standard()
-        var router = SimRoutes.router(engine, logger: logger)
+        var router = SimRoutes.router(engine, logger: logger, serverAPI: self.serverAPI)
         self.serverAPI.addRoutes(to: &router)
         // Thousands of workers' connections can arrive in one burst (a wave of 3 s verifications
         // ending together); a short accept backlog would drop SYNs and add 1 s retransmits.

@@ -4,14 +4,18 @@ import Observability
 
 /// HTTP surface of the simulator: Apple's two endpoints plus the `/sim/*` controls.
 enum SimRoutes {
-    static func router(_ engine: SimEngine, logger: Logger?) -> HTTPRouter {
+    static func router(_ engine: SimEngine, logger: Logger?, serverAPI: SimServerAPI) -> HTTPRouter {
         var router = HTTPRouter()
         router.post("/verifyReceipt") { request, _ in await engine.verify(request, endpoint: .production) }
         router.post("/sandbox/verifyReceipt") { request, _ in await engine.verify(request, endpoint: .sandbox) }
         router.get("/sim/faults") { _, _ in json(engine.faultsJSON) }
         router.post("/sim/faults") { request, _ in updateFaults(engine, request.body, logger: logger) }
         router.post("/sim/outage") { request, _ in startOutage(engine, request.body, logger: logger) }
-        router.get("/sim/stats") { _, _ in json(engine.stats.json) }
+        router.get("/sim/stats") { _, _ in
+            var stats = engine.stats.json
+            stats["appstore_api"] = serverAPI.apiStatsJSON  // requests per second, for the fleet limit
+            return json(stats)
+        }
         router.get("/healthz") { _, _ in json(["status": "ok"]) }
         return router
     }

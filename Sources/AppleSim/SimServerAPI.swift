@@ -27,8 +27,13 @@ public final class SimServerAPI: Sendable {
         var credentials: Credentials
         /// Keyed by environment then transaction id.
         var transactions: [StoreKitEnvironment: [String: JWSTransactionPayload]] = [:]
-        var rateLimited: (remaining: Int, retryAfterMilliseconds: Int64)?
+        var faults: [SimAPIFault] = []
         var requests: [String: Int] = [:]
+        var counter = SimRequestCounter()
+        var history: [StoreKitEnvironment: SimNotificationHistory] = [:]
+        /// Apple order id → transaction ids (production).
+        var orders: [String: [String]] = [:]
+        var consumption: [SimConsumptionAnswer] = []
     }
 
     private let state: Mutex<State>
@@ -83,11 +88,36 @@ public final class SimServerAPI: Sendable {
 
     /// The next `count` API requests get 429 with Apple's Retry-After (UNIX time in ms).
     public func rateLimitNext(_ count: Int, retryAfterMilliseconds: Int64) {
-        state.withLock { $0.rateLimited = (count, retryAfterMilliseconds) }
+        inject(SimAPIFault(status: 429, retryAfter: String(retryAfterMilliseconds), count: count))
+    }
+
+    /// Schedules answers that fail (429 with `Retry-After`, 5xx) for upcoming API requests.
+    public func inject(_ fault: SimAPIFault) {
+        state.withLock { $0.faults.append(fault) }
     }
 
     /// Requests answered so far by "environment:status" (e.g. "Production:404").
     public var requestCounts: [String: Int] { state.withLock { $0.requests } }
+    /// Every App Store Server API request that arrived, by family and by wall-clock second.
+    public var apiRequestsTotal: Int { state.withLock { $0.counter.total } }
+    public var maxAPIRequestsPerSecond: Int { state.withLock { $0.counter.maxPerSecond } }
+    var apiStatsJSON: [String: Any] { state.withLock { $0.counter.json } }
+
+    /// A notification the simulated App Store sent at `sentAt`; `delivered: false` means it never
+    /// reached the developer's server (Get Notification History with onlyFailures lists it).
+    public func recordNotification(_ signedPayload: String, sentAt: Date = Date(), delivered: Bool,
+                                   environment: StoreKitEnvironment = .production) {
+        state.withLock { $0.history[environment, default: SimNotificationHistory()].append(.init(signedPayload: signedPayload, sentAt: sentAt, delivered: delivered)) }
+    }
+
+    /// An Apple order id (the one on the buyer's e-mailed receipt) and its transactions (production).
+    public func registerOrder(_ orderID: String, transactions: [JWSTransactionPayload]) {
+        for transaction in transactions { register(transaction) }
+        state.withLock { $0.orders[orderID] = transactions.compactMap(\.transactionId) }
+    }
+
+    /// Send Consumption Information requests accepted so far, oldest first.
+    public var consumptionAnswers: [SimConsumptionAnswer] { state.withLock { $0.consumption } }
 
     // MARK: Get Transaction Info
 
@@ -96,11 +126,20 @@ public final class SimServerAPI: Sendable {
         case status(Int, errorCode: Int?, headers: [(String, String)])
     }
 
-    func getTransactionInfo(id: String, authorization: String?, environment: StoreKitEnvironment, now: Date = Date()) -> Answer {
-        let answer = state.withLock { s -> Answer in
-            if let limit = s.rateLimited, limit.remaining > 0 {
-                s.rateLimited = limit.remaining > 1 ? (limit.remaining - 1, limit.retryAfterMilliseconds) : nil
-                return .status(429, errorCode: 4290000, headers: [("Retry-After", String(limit.retryAfterMilliseconds))])
+    /// What every API request goes through first, as Apple's front door does: the per-second count,
+    /// scheduled faults, then the bearer token. nil: go on to the endpoint.
+    func gate(_ family: AppStoreAPIFamily, authorization: String?, now: Date = Date()) -> Answer? {
+        state.withLock { s -> Answer? in
+            s.counter.record(family.rawValue, at: now)
+            if let index = s.faults.firstIndex(where: { $0.family == nil || $0.family == family }) {
+                if s.faults[index].skip > 0 {
+                    s.faults[index].skip -= 1
+                } else {
+                    let fault = s.faults[index]
+                    s.faults[index].count -= 1
+                    if s.faults[index].count <= 0 { s.faults.remove(at: index) }
+                    return .status(fault.status, errorCode: fault.errorCode, headers: fault.retryAfter.map { [("Retry-After", $0)] } ?? [])
+                }
             }
             guard let authorization, authorization.hasPrefix("Bearer "),
                   (try? AppStoreJWT.verify(String(authorization.dropFirst(7)), publicKey: s.credentials.publicKey, now: now,
@@ -108,14 +147,61 @@ public final class SimServerAPI: Sendable {
                                            expectedBundleID: s.credentials.bundleID)) != nil else {
                 return .status(401, errorCode: nil, headers: [])  // Apple answers 401 with no body
             }
-            guard id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }), !id.isEmpty else {
-                return .status(400, errorCode: 4000006, headers: [])
-            }
+            return nil
+        }
+    }
+
+    func getTransactionInfo(id: String, authorization: String?, environment: StoreKitEnvironment, now: Date = Date()) -> Answer {
+        let answer = gate(.transactionInfo, authorization: authorization, now: now) ?? state.withLock { s -> Answer in
+            guard Self.isValidID(id) else { return .status(400, errorCode: 4000006, headers: []) }
             guard let payload = s.transactions[environment]?[id] else { return .status(404, errorCode: 4040010, headers: []) }
             return .signed(payload)
         }
         let status = if case .status(let code, _, _) = answer { code } else { 200 }
         state.withLock { $0.requests["\(environment.rawValue):\(status)", default: 0] += 1 }
         return answer
+    }
+
+    static func isValidID(_ id: String) -> Bool {
+        !id.isEmpty && id.allSatisfy { $0.isLetter || $0 == "-" || $0 == "_" || $0.isNumber }
+    }
+
+    // MARK: Get Notification History, Send Consumption Information, Look Up Order ID
+
+    func notificationHistory(_ body: [UInt8], token: String?, authorization: String?,
+                             environment: StoreKitEnvironment) -> SimHistoryAnswer {
+        if let refused = gate(.notificationHistory, authorization: authorization) { return .refused(refused) }
+        guard let request = try? JSONDecoder().decode(NotificationHistoryRequest.self, from: Data(body)) else {
+            return .refused(.status(400, errorCode: 4000000, headers: []))
+        }
+        guard request.startDate < request.endDate else { return .refused(.status(400, errorCode: 4000013, headers: [])) }
+        guard request.startDate >= Date().addingTimeInterval(-180 * 86_400) else { return .refused(.status(400, errorCode: 4000012, headers: [])) }
+        switch state.withLock({ $0.history[environment, default: SimNotificationHistory()] }).page(request, token: token) {
+        case .page(let page): return .page(page)
+        case .invalidToken: return .refused(.status(400, errorCode: 4000014, headers: []))
+        }
+    }
+
+    func consumption(_ body: [UInt8], transactionID: String, authorization: String?, environment: StoreKitEnvironment) -> Answer {
+        if let refused = gate(.consumption, authorization: authorization) { return refused }
+        let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:]
+        switch SimConsumptionAnswer.validate(object) {
+        case .failure(let error): return .status(400, errorCode: error.code, headers: [])
+        case .success(let request):
+            return state.withLock { s -> Answer in
+                guard Self.isValidID(transactionID) else { return .status(400, errorCode: 4000006, headers: []) }
+                guard s.transactions[environment]?[transactionID] != nil else { return .status(404, errorCode: 4040010, headers: []) }
+                s.consumption.append(SimConsumptionAnswer(transactionID: transactionID, request: request, receivedAt: Date()))
+                return .status(202, errorCode: nil, headers: [])
+            }
+        }
+    }
+
+    func lookUpOrder(_ orderID: String, authorization: String?) -> SimOrderAnswer {
+        if let refused = gate(.orderLookup, authorization: authorization) { return .refused(refused) }
+        let payloads = state.withLock { s -> [JWSTransactionPayload]? in
+            s.orders[orderID].map { ids in ids.compactMap { s.transactions[.production]?[$0] } }
+        }
+        return .found(payloads ?? [])
     }
 }

@@ -7,6 +7,8 @@ import HTTP
 /// and controls for demos: `POST /sim/storekit/transactions` (a transaction payload → registered
 /// and returned signed), `POST /sim/storekit/notifications` (→ a signed notification),
 /// `GET /sim/storekit/root.pem` (the signing root, for `APPLE_ROOT_CERTS`).
+/// Also `POST /inApps/v1/notifications/history` (`?paginationToken=`), `PUT /inApps/v2/transactions/consumption/{id}`
+/// (both with `/sandbox` twins) and `GET /inApps/v1/lookup/{orderId}`.
 extension SimServerAPI {
     public func addRoutes(to router: inout HTTPRouter) {
         router.get("/inApps/v1/transactions/{id}") { [self] request, params in
@@ -14,6 +16,32 @@ extension SimServerAPI {
         }
         router.get("/sandbox/inApps/v1/transactions/{id}") { [self] request, params in
             respond(params["id"] ?? "", request, environment: .sandbox)
+        }
+        for (prefix, environment) in [("", StoreKitEnvironment.production), ("/sandbox", .sandbox)] {
+            router.post("\(prefix)/inApps/v1/notifications/history") { [self] request, _ in
+                switch notificationHistory(request.body, token: Self.queryValue("paginationToken", in: request.query),
+                                           authorization: request.header("Authorization"), environment: environment) {
+                case .page(let page): return Self.json(page)
+                case .refused(let answer): return Self.response(answer)
+                }
+            }
+            router.add("PUT", "\(prefix)/inApps/v2/transactions/consumption/{id}") { [self] request, params in
+                Self.response(consumption(request.body, transactionID: params["id"] ?? "", authorization: request.header("Authorization"),
+                                          environment: environment))
+            }
+        }
+        router.get("/inApps/v1/lookup/{orderId}") { [self] request, params in
+            switch lookUpOrder(params["orderId"] ?? "", authorization: request.header("Authorization")) {
+            case .refused(let answer): return Self.response(answer)
+            case .found(let payloads):
+                let signed = payloads.compactMap { payload -> String? in
+                    var fresh = payload
+                    fresh.signedDate = Date()
+                    return try? signingChain.signTransaction(fresh)
+                }
+                return Self.json(OrderLookupResponse(status: signed.isEmpty ? OrderLookupResponse.invalid : OrderLookupResponse.valid,
+                                                     signedTransactions: signed))
+            }
         }
         router.post("/sim/storekit/transactions") { [self] request, _ in mintFromJSON(request.body) }
         router.post("/sim/storekit/notifications") { [self] request, _ in notificationFromJSON(request.body) }
@@ -23,17 +51,37 @@ extension SimServerAPI {
     }
 
     private func respond(_ id: String, _ request: HTTPRequest, environment: StoreKitEnvironment) -> HTTPResponse {
-        switch getTransactionInfo(id: id, authorization: request.header("Authorization"), environment: environment) {
+        let answer = getTransactionInfo(id: id, authorization: request.header("Authorization"), environment: environment)
+        switch answer {
         case .signed(var payload):
             payload.signedDate = Date()  // Apple signs every answer afresh
             guard let jws = try? signingChain.signTransaction(payload) else { return .error(status: 500, "signing failed") }
             return Self.json(["signedTransactionInfo": jws])
-        case .status(let status, let code, let headers):
-            var response = code.map { Self.json(["errorCode": $0, "errorMessage": Self.message($0)], status: status) }
-                ?? HTTPResponse(status: status)
-            response.headers += headers.map { (name: $0.0, value: $0.1) }
-            return response
+        case .status:
+            return Self.response(answer)
         }
+    }
+
+    /// A status answer as Apple sends it: JSON `errorCode`/`errorMessage` when there is a code.
+    static func response(_ answer: Answer) -> HTTPResponse {
+        guard case .status(let status, let code, let headers) = answer else { return .error(status: 500, "unexpected answer") }
+        var response = code.map { Self.json(["errorCode": $0, "errorMessage": Self.message($0)], status: status) }
+            ?? HTTPResponse(status: status)
+        response.headers += headers.map { (name: $0.0, value: $0.1) }
+        return response
+    }
+
+    static func queryValue(_ name: String, in query: String?) -> String? {
+        guard let query else { return nil }
+        var components = URLComponents()
+        components.percentEncodedQuery = query
+        return components.queryItems?.first { $0.name == name }?.value
+    }
+
+    private static func json<T: Encodable>(_ value: T) -> HTTPResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return .json(status: 200, (try? encoder.encode(value)) ?? Data("{}".utf8))
     }
 
     private func mintFromJSON(_ body: [UInt8]) -> HTTPResponse {
@@ -68,16 +116,23 @@ extension SimServerAPI {
         return Self.json(["signedPayload": jws])
     }
 
-    private static func message(_ code: Int) -> String {
+    static func message(_ code: Int) -> String {
         switch code {
         case 4040010: "Transaction id not found."
         case 4000006: "Invalid transaction id."
         case 4290000: "Rate limit exceeded."
+        case 4000035: "Invalid customer consented."
+        case 4000036: "Invalid delivery status."
+        case 4000041: "Invalid sample content provided."
+        case 4000014: "Invalid pagination token."
+        case 4000012: "Start date too far in past."
+        case 4000013: "Start date after end date."
+        case 5000001: "An unknown error occurred. Please try again."
         default: "Error."
         }
     }
 
-    private static func json(_ object: [String: Any], status: Int = 200) -> HTTPResponse {
+    static func json(_ object: [String: Any], status: Int = 200) -> HTTPResponse {
         .json(status: status, (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8))
     }
 }

@@ -35,7 +35,8 @@ extension Duration {
         return UInt64(s) &* 1_000_000_000 &+ UInt64(max(0, atto) / 1_000_000_000)
     }
 
-    var seconds: Double { Double(nanoseconds) / 1e9 }
+    /// Decimal seconds (negative durations count as zero).
+    public var seconds: Double { Double(nanoseconds) / 1e9 }
 }
 
 func errnoDescription(_ code: Int32 = errno) -> String {

@@ -2,7 +2,7 @@ import Postgres
 
 /// Open alerts by kind: for `status` and the `iap_alerts_open{kind}` gauge.
 public enum AlertStatistics {
-    public static let kinds = ["paid_not_credited", "receipt_replay", "stuck_verification", "config_error"]
+    public static let kinds = AlertKind.allCases.map(\.rawValue)
 
     static let openByKindSQL = "SELECT kind, count(*)::bigint FROM iap.alerts WHERE state = 'open' GROUP BY kind"
 

@@ -8,6 +8,7 @@ public enum AlertKind: String, Sendable, CaseIterable {
     case receiptReplay = "receipt_replay"
     case stuckVerification = "stuck_verification"
     case configError = "config_error"
+    case consumptionFailed = "consumption_failed"
 }
 
 /// An alert to raise. `details` are the facts support needs to act (e.g. the Apple

@@ -13,6 +13,8 @@ public enum SettlementWork: Sendable {
     case configError(appleStatus: Int, detail: String)
     /// A verified App Store Server Notification.
     case notification(NotificationWork)
+    /// A refund request answered (or not, and why), to record with the job.
+    case consumption(ConsumptionWork)
 }
 
 /// The Apple verifier the queue runs: verifyReceipt outside any transaction, then
@@ -22,6 +24,8 @@ public struct AppleJobHandler: JobHandler {
     let signedData: StoreKitSignedDataVerifier
     /// App Store Server API (Get Transaction Info) for transaction_id jobs; nil without credentials.
     let serverAPI: AppStoreServerAPIClient?
+    /// Answers `consumption` jobs (SPEC 9.2); nil where none are expected (they then wait, flagged stuck).
+    let consumption: ConsumptionResponder?
     let maxAttempts: Int
     let settler: TransactionSettler
     let notifications: NotificationSettler
@@ -31,12 +35,16 @@ public struct AppleJobHandler: JobHandler {
     let logger: Logger
     /// Effects of settlements whose transaction has not committed yet, by job id.
     private let pending = PendingEffects()
+    private let consumptionSettler: ConsumptionSettler
 
     public init(receipts: AppleReceiptClient, signedData: StoreKitSignedDataVerifier, serverAPI: AppStoreServerAPIClient? = nil,
-                maxAttempts: Int, alerts: AlertRecorder, metrics: SettlementMetrics, logger: Logger) {
+                consumption: ConsumptionResponder? = nil, maxAttempts: Int, alerts: AlertRecorder, metrics: SettlementMetrics,
+                logger: Logger) {
         self.receipts = receipts
         self.signedData = signedData
         self.serverAPI = serverAPI
+        self.consumption = consumption
+        consumptionSettler = ConsumptionSettler(alerts: alerts)
         self.maxAttempts = maxAttempts
         self.alerts = alerts
         self.metrics = metrics
@@ -77,7 +85,8 @@ public struct AppleJobHandler: JobHandler {
                 let payload = verified.payload
                 return .settle(.notification(NotificationWork(
                     uuid: payload.notificationUUID.flatMap(UUID.init(uuidString:)), type: payload.notificationType ?? "UNKNOWN",
-                    subtype: payload.subtype, transaction: verified.transaction?.transaction)))
+                    subtype: payload.subtype, transaction: verified.transaction?.transaction, signedDate: payload.signedDate,
+                    consumptionRequestReason: payload.data?.consumptionRequestReason)))
             } catch {
                 if error.reason == .appIDMismatch && signedData.configuration.appAppleID == nil {
                     // Not Apple's fault nor the buyer's: we cannot check production notifications without our app id.
@@ -85,6 +94,11 @@ public struct AppleJobHandler: JobHandler {
                 }
                 return .decided(.finish(.failed, error.outcome, error: error.description))
             }
+        case "consumption":
+            guard let consumption else {
+                return .decided(.retry("kind_not_supported", error: "this worker has no consumption responder (database client) configured"))
+            }
+            return await consumption.answer(job)
         default:
             // Kinds this build cannot verify wait (and are swept, then flagged stuck) rather than being lost.
             return .decided(.retry("kind_not_supported", error: "no verifier for kind \(job.kind) in this build"))
@@ -127,7 +141,7 @@ public struct AppleJobHandler: JobHandler {
             switch item.work {
             case .transactions(let receipt): return receipt.transactions.map(\.transactionID)
             case .notification(let work): return work.transaction.map { [$0.transactionID] } ?? []
-            case .configError: return []
+            case .configError, .consumption: return []
             }
         }
         var ledger: [String: LedgerEntry] = [:]
@@ -157,6 +171,8 @@ public struct AppleJobHandler: JobHandler {
             case .notification(let work):
                 try await batch.flush(store, on: connection) // a refund reads credits from the database
                 outcomes.append(try await notifications.settle(work, job: item.job, batch: &batch, effects: &effects, on: connection))
+            case .consumption(let work):
+                outcomes.append(try await consumptionSettler.settle(work, job: item.job, effects: &effects, on: connection))
             }
             credited += effects.credits
             pending.store(effects, for: item.job.id)
@@ -180,6 +196,7 @@ public struct AppleJobHandler: JobHandler {
                 metrics.notifications.labels(type).inc()
                 if type == "CONSUMPTION_REQUEST" { logger.notice("consumption_request", [:]) }
             }
+            for result in effects.consumptionResults { metrics.consumptionRequests.labels(result).inc() }
         }
     }
 

@@ -9,6 +9,9 @@ public struct NotificationWork: Sendable {
     public let type: String
     public let subtype: String?
     public let transaction: AppleTransaction?
+    /// When Apple sent it: a refund request's 12-hour window starts here.
+    public var signedDate: Date? = nil
+    public var consumptionRequestReason: String? = nil
 }
 
 /// SPEC 5.6 for notification jobs: ONE_TIME_CHARGE credits (the server-side catch-up when
@@ -18,6 +21,7 @@ struct NotificationSettler: Sendable {
     let store = SettlementStore()
     let transactions: TransactionSettler
     let alerts: AlertRecorder
+    let consumption = ConsumptionStore()
 
     static let rememberSQL = """
         INSERT INTO iap.notifications (notification_uuid, notification_type, subtype, transaction_id, job_id)
@@ -55,6 +59,14 @@ struct NotificationSettler: Sendable {
             effects.revoked.append(RevokedCredit(transactionID: transaction.transactionID, orderID: try row.decode(at: 0),
                                                  userID: try row.decode(at: 1), reason: transaction.revocationReason ?? "0"))
             return .finish(.done, "revoked", transactionIDs: transactionIDs)
+        case "CONSUMPTION_REQUEST":
+            // Recorded, and answered by its own `consumption` job (SPEC 9.2).
+            if let uuid = work.uuid {
+                _ = try await consumption.record(requestID: uuid, transaction: transaction, reason: work.consumptionRequestReason,
+                                                 requestedAt: work.signedDate ?? Date(),
+                                                 userID: batch.ledger[transaction.transactionID]?.userID, on: connection)
+            }
+            return .finish(.done, "acknowledged", transactionIDs: transactionIDs)
         case "REFUND_REVERSED":
             let rows = try await connection.query(Self.restoreSQL, [transaction.transactionID])
             return .finish(.done, rows.isEmpty ? "acknowledged" : "restored", transactionIDs: transactionIDs)

@@ -49,7 +49,6 @@ public struct SupportDesk: Sendable {
     let client: PostgresClient
     let metrics: SettlementMetrics
     let logger: Logger
-    let store = SettlementStore()
 
     public init(client: PostgresClient, metrics: SettlementMetrics, logger: Logger) {
         self.client = client
@@ -82,29 +81,18 @@ public struct SupportDesk: Sendable {
             guard let transactionID = alert.transactionID, let userID = alert.userID, let productID = alert.productID else {
                 throw SupportError.notCreditable("no Apple transaction recorded")
             }
-            try await store.lockTransactions([transactionID], on: connection)
-            guard let order = try await store.order(id: orderID, on: connection) else { throw SupportError.orderNotFound(orderID) }
-            guard order.userID == userID else { throw SupportError.orderMismatch("order \(orderID) belongs to another user") }
-            guard order.productID == productID else {
-                throw SupportError.orderMismatch("order \(orderID) is for \(order.productID), the payment was for \(productID)")
-            }
-            if let existing = try await store.ledgerEntries([transactionID], on: connection)[transactionID] {
+            let details = (try? JSONSerialization.jsonObject(with: Data(alert.detailsJSON.utf8)) as? [String: String]) ?? [:]
+            let facts = ManualCreditFacts(
+                transactionID: transactionID, originalTransactionID: details["original_transaction_id"], userID: userID,
+                productID: productID, quantity: Int(details["quantity"] ?? "") ?? 1, environment: details["environment"] ?? "Production",
+                purchasedAt: details["purchased_at_ms"].flatMap(Double.init).map { Date(timeIntervalSince1970: $0 / 1000) },
+                jobID: alert.jobID)
+            if case .alreadyInLedger(let existing) = try await ManualCredit().credit(facts, orderID: orderID, creditedBy: "support",
+                                                                                    on: connection) {
                 _ = try await connection.query(Self.resolveSQL, [alertID, "already credited to order \(existing.orderID)"])
                 return .alreadyCredited(orderID: existing.orderID)
             }
-            guard order.status == "open" else { throw SupportError.orderMismatch("order \(orderID) is \(order.status), not open") }
-            let details = (try? JSONSerialization.jsonObject(with: Data(alert.detailsJSON.utf8)) as? [String: String]) ?? [:]
-            let request = CreditRequest(
-                transactionID: transactionID, originalTransactionID: details["original_transaction_id"], orderID: orderID,
-                userID: userID, productID: productID, quantity: Int(details["quantity"] ?? "") ?? 1,
-                environment: details["environment"] ?? "Production",
-                purchasedAt: details["purchased_at_ms"].flatMap(Double.init).map { Date(timeIntervalSince1970: $0 / 1000) },
-                jobID: alert.jobID, creditedBy: "support")
-            guard try await store.credit(request, on: connection) else {
-                throw SettlementError("transaction \(transactionID) was credited concurrently; run the command again")
-            }
             _ = try await connection.query(Self.resolveSQL, [alertID, "credited to order \(orderID) by support"])
-            try await store.notifyCredits(1, on: connection)
             return .credited
         }
         if result == .credited {

@@ -139,8 +139,10 @@ struct SettlementEffects: Sendable {
     var revoked: [RevokedCredit] = []
     /// Notification types applied (counted; CONSUMPTION_REQUEST is logged).
     var notifications: [String] = []
+    /// Refund requests answered: sent, no_consent, failed.
+    var consumptionResults: [String] = []
 
-    var isEmpty: Bool { credits == 0 && alerts.isEmpty && revoked.isEmpty && notifications.isEmpty }
+    var isEmpty: Bool { credits == 0 && alerts.isEmpty && revoked.isEmpty && notifications.isEmpty && consumptionResults.isEmpty }
 }
 
 /// What one settlement transaction has read and decided so far: the ledger rows and job

@@ -45,10 +45,14 @@ final class SettlementFixture: Sendable {
     let signedData: StoreKitSignedDataVerifier
     let logs = CapturingLogSink()
     let registry = MetricsRegistry()
+    let metrics: SettlementMetrics
+    /// The App Store Server API client (with `serverAPI: true`), behind the fleet limiter in the database.
+    let api: AppStoreServerAPIClient?
     private let running: Task<Void, Never>
 
     init(allowSandbox: Bool = false, maxAttempts: Int = 4, sharedSecret: String = "shh-secret", serverAPI: Bool = false,
-         appAppleID: Int64? = 4242) async throws {
+         appAppleID: Int64? = 4242, refundPreference: RefundPreference? = nil,
+         rateLimit: AppStoreRateLimit = AppStoreRateLimit(perSecond: 1000, perHour: 1_000_000)) async throws {
         url = try await TestDatabase.fresh()
         let route = DatabaseRoute.current
         let bouncer = route == .direct ? nil : try await TestDatabase.pgBouncer(.transaction)
@@ -58,6 +62,7 @@ final class SettlementFixture: Sendable {
         _ = try simulator.start()
         let logger = Logger(minimumLevel: .debug, sink: logs, redactor: Redactor(secrets: [sharedSecret]))
         let metrics = SettlementMetrics(registry: registry)
+        self.metrics = metrics
         let receipts = try AppleReceiptClient(configuration: ReceiptVerifierConfiguration(
             productionURL: simulator.productionURL, sandboxURL: simulator.sandboxURL, sharedSecret: sharedSecret,
             allowSandbox: allowSandbox, bundleID: Self.bundleID, requestTimeout: .seconds(5)))
@@ -77,9 +82,14 @@ final class SettlementFixture: Sendable {
             apiClient = try AppStoreServerAPIClient(configuration: AppStoreServerAPIConfiguration(
                 productionURL: simulator.baseURL, sandboxURL: simulator.baseURL.appendingPathComponent("sandbox"),
                 issuerID: SimServerAPI.defaultIssuerID, keyID: SimServerAPI.defaultKeyID, bundleID: Self.bundleID,
-                privateKey: try ES256PrivateKey(pemFile: keyFile)))
+                privateKey: try ES256PrivateKey(pemFile: keyFile)),
+                observer: AppleRequestMetrics(registry: registry, logger: logger),
+                limiter: PostgresRateLimiter(client: client, limit: rateLimit))
         }
-        let handler = AppleJobHandler(receipts: receipts, signedData: signedData, serverAPI: apiClient, maxAttempts: maxAttempts,
+        api = apiClient
+        let consumption = ConsumptionResponder(client: client, api: apiClient, refundPreference: refundPreference, metrics: metrics)
+        let handler = AppleJobHandler(receipts: receipts, signedData: signedData, serverAPI: apiClient, consumption: consumption,
+                                      maxAttempts: maxAttempts,
                                       alerts: AlertRecorder(logger: logger, metrics: metrics, webhook: nil), metrics: metrics, logger: logger)
         let worker = QueueWorker(store: QueueStore(client: client), handler: handler, configuration: configuration,
                                  logger: logger, metrics: QueueMetrics(registry: registry), listenerConninfo: url)
@@ -126,7 +136,8 @@ final class SettlementFixture: Sendable {
             }
             try await Task.sleep(for: .milliseconds(30))
         }
-        throw SettlementFixtureTimeout(job: job)
+        let row = try await client.query("SELECT state, last_error FROM iap.jobs WHERE id = $1", [job])[0]
+        throw SettlementFixtureTimeout(job: job, state: try row.decode(at: 0), lastError: try row.decode(at: 1))
     }
 
     func ledger() async throws -> [String: String] {
@@ -147,4 +158,8 @@ final class SettlementFixture: Sendable {
     }
 }
 
-struct SettlementFixtureTimeout: Error { let job: Int }
+struct SettlementFixtureTimeout: Error {
+    let job: Int
+    let state: String
+    let lastError: String?
+}

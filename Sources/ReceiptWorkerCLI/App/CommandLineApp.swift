@@ -20,6 +20,8 @@ enum CommandLineApp {
         Command(spec: AppleSimCommand.spec, run: AppleSimCommand.run),
         Command(spec: BenchCommand.spec, run: BenchCommand.run),
         Command(spec: ConsoleCommand.spec, run: ConsoleCommand.run),
+        Command(spec: NotificationsCommand.spec, run: NotificationsCommand.run),
+        Command(spec: SupportCommand.spec, run: SupportCommand.run),
     ]
 
     static func main(_ arguments: [String], environment: [String: String]) async -> Int32 {
@@ -51,8 +53,9 @@ enum CommandLineApp {
 
     static func overview() -> String {
         var lines = ["usage: receipt-worker <command> [--flag value]...", "", "commands:"]
+        let width = max(12, (commands.map(\.spec.name.count).max() ?? 0) + 2)
         for command in commands {
-            lines.append("  " + command.spec.name.padding(toLength: 12, withPad: " ", startingAt: 0) + command.spec.summary)
+            lines.append("  " + command.spec.name.padding(toLength: width, withPad: " ", startingAt: 0) + command.spec.summary)
         }
         lines += ["", "receipt-worker <command> --help lists a command's flags and environment variables."]
         return lines.joined(separator: "\n")

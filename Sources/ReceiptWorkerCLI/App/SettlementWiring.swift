@@ -13,8 +13,10 @@ struct SettlementWiring: Sendable {
     let webhook: AlertWebhook?
     let metrics: SettlementMetrics
     let runtime: Runtime
+    /// App Store Server API (nil without credentials), behind the fleet limit in the database.
+    let serverAPI: AppStoreServerAPIClient?
 
-    init(runtime: Runtime, registry: MetricsRegistry, maxAttempts: Int) throws {
+    init(runtime: Runtime, registry: MetricsRegistry, maxAttempts: Int, client: PostgresClient) throws {
         let options = runtime.options
         guard let bundleID = options.string(Settings.bundleID) else {
             throw UsageError("APPLE_BUNDLE_ID is not set (or pass --bundle-id): receipts are checked against it")
@@ -26,23 +28,16 @@ struct SettlementWiring: Sendable {
             sharedSecret: secret, allowSandbox: options.bool(Settings.allowSandbox), bundleID: bundleID,
             requestTimeout: options.duration(Settings.appleTimeout))
         let logger = runtime.logger
-        let client: AppleReceiptClient
+        let receipts: AppleReceiptClient
         do {
-            client = try AppleReceiptClient(configuration: configuration, observer: AppleRequestMetrics(registry: registry, logger: logger))
+            receipts = try AppleReceiptClient(configuration: configuration, observer: AppleRequestMetrics(registry: registry, logger: logger))
         } catch {
             throw UsageError("\(error)")
         }
-        let signedData: StoreKitSignedDataVerifier
-        do {
-            let roots = try StoreKitTrustedRoots.load(appleRootCerts: options.string(Settings.rootCerts))
-            signedData = try StoreKitSignedDataVerifier(
-                configuration: StoreKitVerifierConfiguration(bundleID: bundleID, appAppleID: options.string(Settings.appID).flatMap { Int64($0) },
-                                                             allowSandbox: options.bool(Settings.allowSandbox)),
-                trustedRoots: roots)
-        } catch {
-            throw UsageError("APPLE_ROOT_CERTS (--root-certs): \(error)")
-        }
-        let serverAPI = try Self.serverAPIClient(options, bundleID: bundleID, observer: AppleRequestMetrics(registry: registry, logger: logger))
+        let signedData = try Self.signedDataVerifier(options, bundleID: bundleID)
+        let serverAPI = try Self.serverAPIClient(options, bundleID: bundleID, observer: AppleRequestMetrics(registry: registry, logger: logger),
+                                                 limiter: PostgresRateLimiter(client: client, limit: Self.rateLimit(options)))
+        self.serverAPI = serverAPI
         metrics = SettlementMetrics(registry: registry)
         if let hook = options.string(Settings.alertWebhookURL), let url = URL(string: hook) {
             guard url.scheme == "https" || isLoopbackHost(url.host ?? "") else {
@@ -53,13 +48,16 @@ struct SettlementWiring: Sendable {
             webhook = nil
         }
         alerts = AlertRecorder(logger: logger, metrics: metrics, webhook: webhook)
-        handler = AppleJobHandler(receipts: client, signedData: signedData, serverAPI: serverAPI, maxAttempts: maxAttempts, alerts: alerts,
-                                  metrics: metrics, logger: logger)
+        let consumption = ConsumptionResponder(client: client, api: serverAPI, refundPreference: Self.refundPreference(options),
+                                               metrics: metrics)
+        handler = AppleJobHandler(receipts: receipts, signedData: signedData, serverAPI: serverAPI, consumption: consumption,
+                                  maxAttempts: maxAttempts, alerts: alerts, metrics: metrics, logger: logger)
         self.runtime = runtime
     }
 
     /// The App Store Server API client when its three credentials are set; all or none.
-    static func serverAPIClient(_ options: CommandLineOptions, bundleID: String, observer: AppleRequestObserver) throws -> AppStoreServerAPIClient? {
+    static func serverAPIClient(_ options: CommandLineOptions, bundleID: String, observer: AppleRequestObserver,
+                                limiter: AppStoreRateLimiter) throws -> AppStoreServerAPIClient? {
         let credentials = [Settings.issuerID, Settings.keyID, Settings.privateKeyFile]
         let given = credentials.filter { options.string($0) != nil }
         guard !given.isEmpty else { return nil }
@@ -79,10 +77,31 @@ struct SettlementWiring: Sendable {
             issuerID: try options.require(Settings.issuerID), keyID: try options.require(Settings.keyID), bundleID: bundleID,
             privateKey: key, requestTimeout: options.duration(Settings.appleTimeout))
         do {
-            return try AppStoreServerAPIClient(configuration: configuration, observer: observer)
+            return try AppStoreServerAPIClient(configuration: configuration, observer: observer, limiter: limiter)
         } catch {
             throw UsageError("\(error)")
         }
+    }
+
+    /// StoreKit 2 verification with the configured roots (the bundled Apple Root CA - G3 by default).
+    static func signedDataVerifier(_ options: CommandLineOptions, bundleID: String) throws -> StoreKitSignedDataVerifier {
+        do {
+            let roots = try StoreKitTrustedRoots.load(appleRootCerts: options.string(Settings.rootCerts))
+            return try StoreKitSignedDataVerifier(
+                configuration: StoreKitVerifierConfiguration(bundleID: bundleID, appAppleID: options.string(Settings.appID).flatMap { Int64($0) },
+                                                             allowSandbox: options.bool(Settings.allowSandbox)),
+                trustedRoots: roots)
+        } catch {
+            throw UsageError("APPLE_ROOT_CERTS (--root-certs): \(error)")
+        }
+    }
+
+    static func rateLimit(_ options: CommandLineOptions) -> AppStoreRateLimit {
+        AppStoreRateLimit(perSecond: Double(options.int(Settings.appStoreRatePerSecond)), perHour: options.int(Settings.appStoreRatePerHour))
+    }
+
+    static func refundPreference(_ options: CommandLineOptions) -> RefundPreference? {
+        RefundPreference(rawValue: (options.string(Settings.refundPreference) ?? "none").uppercased())
     }
 
     /// The leader's money duties beside the queue's own.
@@ -90,7 +109,14 @@ struct SettlementWiring: Sendable {
         let options = runtime.options
         let stuckAfter = options.seconds(Settings.stuckAfter)
         let repeatAfter = options.seconds(Settings.alertRepeat)
-        return [
+        let historyInterval = options.seconds(Settings.historyInterval)
+        var history: [any MaintenanceTask] = []
+        if let serverAPI, historyInterval > 0 {
+            history.append(NotificationHistoryTask(puller: NotificationHistoryPuller(client: client, api: serverAPI, metrics: metrics,
+                                                                                     logger: runtime.logger),
+                                                   pullInterval: historyInterval))
+        }
+        return history + [
             StuckDetector(client: client, interval: min(60, max(1, stuckAfter / 10)), stuckAfter: stuckAfter, alerts: alerts),
             AlertReemitter(client: client, interval: min(60, max(1, repeatAfter / 10)), repeatAfter: repeatAfter, alerts: alerts),
             JobRetention(client: client, interval: 600, retentionDays: options.seconds(Settings.retentionDays), logger: runtime.logger),

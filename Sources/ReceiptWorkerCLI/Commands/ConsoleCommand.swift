@@ -9,8 +9,9 @@ enum ConsoleCommand {
         name: "console",
         summary: "The support console, a web application on --listen (default 127.0.0.1:8090); console add-user NAME --role viewer|support (password on stdin).",
         usage: "console [--listen HOST:PORT] [--trusted-header H --trusted-proxy ADDR,...] | console add-user NAME --role viewer|support",
-        settings: Settings.database + [Settings.consoleListen, Settings.consoleTrustedHeader, Settings.consoleTrustedProxy,
-                                       Settings.consoleSessionSeconds, Settings.shutdownGrace] + Settings.logging,
+        // The App Store settings enable the Apple order id lookup page (SPEC 9.3); without them it says it is unavailable.
+        settings: AppStoreAccess.settings + [Settings.consoleListen, Settings.consoleTrustedHeader, Settings.consoleTrustedProxy,
+                                             Settings.consoleSessionSeconds, Settings.shutdownGrace],
         flags: [CommandFlag(name: "role", takesValue: true, help: "add-user: viewer (read) or support (read and act)")],
         positionals: 0...2)
 
@@ -53,8 +54,16 @@ enum ConsoleCommand {
         let configuration = try ConsoleConfiguration(listen: listen, trustedHeader: header, trustedProxies: proxies,
                                                      sessionSeconds: options.seconds(Settings.consoleSessionSeconds))
         let client = try await runtime.connectDatabase(maxConnections: 4, applicationName: "receipt-worker-console")
-        let server = ConsoleServer(configuration: configuration, client: client, registry: MetricsRegistry(), logger: runtime.logger,
-                                   lookup: nil)
+        let registry = MetricsRegistry()
+        let lookup: ConsoleOrderLookup?
+        do {
+            lookup = try ConsoleOrderLookup.make(runtime, client: client, registry: registry)
+        } catch {
+            await client.close()
+            throw error
+        }
+        let server = ConsoleServer(configuration: configuration, client: client, registry: registry, logger: runtime.logger,
+                                   lookup: lookup)
         let signals = SignalWatcher()
         do {
             try server.start()

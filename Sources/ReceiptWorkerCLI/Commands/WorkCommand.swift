@@ -16,7 +16,8 @@ enum WorkCommand {
         Settings.bundleID, Settings.appID, Settings.sharedSecret, Settings.sharedSecretFile, Settings.allowSandbox,
         Settings.verifyReceiptURL, Settings.verifyReceiptSandboxURL, Settings.appleTimeout, Settings.alertWebhookURL,
         Settings.retentionDays, Settings.rootCerts, Settings.appStoreAPIURL, Settings.appStoreAPISandboxURL, Settings.issuerID,
-        Settings.keyID, Settings.privateKeyFile,
+        Settings.keyID, Settings.privateKeyFile, Settings.appStoreRatePerSecond, Settings.appStoreRatePerHour,
+        Settings.historyInterval, Settings.refundPreference,
     ]
 
     static let spec = CommandSpec(
@@ -48,7 +49,7 @@ enum WorkCommand {
             return try await WorkerProcess(runtime: runtime, client: client, listener: listener, registry: registry,
                                            configuration: configuration, handler: NoOpHandler(delay: .seconds(delay))).run()
         case "apple":
-            let wiring = try SettlementWiring(runtime: runtime, registry: registry, maxAttempts: configuration.maxAttempts)
+            let wiring = try SettlementWiring(runtime: runtime, registry: registry, maxAttempts: configuration.maxAttempts, client: client)
             var process = WorkerProcess(runtime: runtime, client: client, listener: listener, registry: registry,
                                         configuration: configuration, handler: wiring.handler)
             process.extraMaintenance = wiring.maintenance(client: client)

@@ -51,6 +51,16 @@ enum Settings {
     static let keyID = Setting(env: "APPSTORE_KEY_ID", flag: "key-id", kind: .text, defaultValue: nil, help: "App Store Connect API key id")
     static let privateKeyFile = Setting(env: "APPSTORE_PRIVATE_KEY_FILE", flag: "private-key-file", kind: .filePath, defaultValue: nil,
                                         help: "App Store Connect API private key (.p8)")
+    static let appStoreRatePerSecond = Setting(env: "APPSTORE_API_RATE_PER_SECOND", flag: "appstore-rate-per-second", kind: .wholeNumber(1...10_000),
+                                               defaultValue: "20", help: "App Store Server API requests per second, for the whole fleet, per endpoint family")
+    static let appStoreRatePerHour = Setting(env: "APPSTORE_API_RATE_PER_HOUR", flag: "appstore-rate-per-hour", kind: .wholeNumber(1...10_000_000),
+                                             defaultValue: "50000", help: "App Store Server API requests per hour, for the whole fleet, per endpoint family")
+    static let historyInterval = Setting(env: "NOTIFICATION_HISTORY_INTERVAL_SECONDS", flag: "notification-history-interval",
+                                         kind: .seconds(0...31_536_000), defaultValue: "3600",
+                                         help: "how often the leader pulls notifications Apple failed to deliver (0 disables)")
+    static let refundPreference = Setting(env: "REFUND_PREFERENCE", flag: "refund-preference",
+                                          kind: .choice(["none", "decline", "grant_full", "grant_prorated"]), defaultValue: "none",
+                                          help: "refundPreference sent with consumption answers (none sends none)")
     static let rootCerts = Setting(env: "APPLE_ROOT_CERTS", flag: "root-certs", kind: .fileList, defaultValue: nil,
                                    help: "comma-separated PEM/DER root certificates (default: bundled Apple Root CA - G3)")
     static let workerConcurrency = Setting(env: "WORKER_CONCURRENCY", flag: "concurrency", kind: .wholeNumber(1...100_000), defaultValue: "64",

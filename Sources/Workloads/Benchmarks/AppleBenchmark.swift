@@ -1,3 +1,4 @@
+import HTTP
 import AppStore
 import AppleSim
 import Foundation

@@ -1,3 +1,4 @@
+import HTTP
 import AppleSim
 import EmbeddedPostgres
 import Foundation

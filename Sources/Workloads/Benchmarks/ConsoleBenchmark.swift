@@ -1,3 +1,4 @@
+import HTTP
 import Foundation
 import Observability
 import Postgres

@@ -1,5 +1,6 @@
 import EmbeddedPostgres
 import Foundation
+import HTTP
 import Observability
 import Postgres
 import Queue
@@ -222,4 +223,3 @@ public struct QueueBenchmark: Sendable {
             .decode(Int.self, at: 0) - 2
     }
 }
-

@@ -1,3 +1,4 @@
+import HTTP
 import AppStore
 import AppleSim
 import Foundation
@@ -75,7 +76,9 @@ public struct DemoTour: Sendable {
         await running.value
         await simulator.shutdown()
 
-        return try await printOutcomes(firstWave + replay, jobs: jobs)
+        let passed = try await printOutcomes(firstWave + replay, jobs: jobs)
+        let recovered = try await DemoRecoveryStories(logger: self.logger, client: client, url: url).run()
+        return passed && recovered
     }
 
     private func sampleCases() async throws -> [Case] {

@@ -55,9 +55,6 @@ public enum BenchReport {
     public static func figure(_ value: Double) -> String { value >= 100 ? String(Int(value.rounded())) : String(format: "%.2f", value) }
 }
 
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
 
 /// A workload that cannot go on (its message is the whole story, for one stderr line).
 public struct WorkloadError: Error, CustomStringConvertible {

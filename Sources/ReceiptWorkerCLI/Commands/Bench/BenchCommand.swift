@@ -8,8 +8,8 @@ enum BenchCommand {
 
     static let spec = CommandSpec(
         name: "bench",
-        summary: "Benchmarks, one result line each: queue (throughput direct and through PgBouncer, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim, against the raw-SQL money-path ceiling), ingest, soak (faults), chaos (every database connection frozen mid-run), transport (the HTTP clients at 2,000 in flight), console (every support console page at 1,000,000 jobs).",
-        usage: "bench queue|apple|ingest|soak|chaos|transport|console [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--seconds N] [--in-flight N]",
+        summary: "Benchmarks, one result line each: queue (throughput direct and through PgBouncer, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim, against the raw-SQL money-path ceiling), ingest, soak (faults), chaos (every database connection frozen mid-run), transport (the HTTP clients at 2,000 in flight), console (every support console page at 1,000,000 jobs), appstore (the fleet-wide App Store Server API limit, history backfill).",
+        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--seconds N] [--in-flight N]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
@@ -35,6 +35,7 @@ enum BenchCommand {
             "soak": { try await SoakBenchmark(context: $0).run() },
             "chaos": { try await ChaosBenchmark(context: $0).run() },
             "console": { try await ConsoleBenchmark(context: $0).run() },
+            "appstore": { try await AppStoreAPIBenchmark(context: $0).run() },
         ]
         guard let workload = workloads[name] else {
             throw UsageError("unknown benchmark '\(name)' (benchmarks: \((workloads.keys.sorted() + ["transport"]).joined(separator: ", ")))")
