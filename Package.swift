@@ -49,7 +49,7 @@ let package = Package(
         .executableTarget(
             name: "ReceiptWorkerCLI",
             dependencies: ["Postgres", "EmbeddedPostgres", "Observability", "HTTP", "Queue",
-                           "AppStore", "Settlement", "Ingest", "AppleSim", "Workloads", "SupportConsole"]
+                           "AppStore", "Settlement", "Ingest", "AppleSim", "Workloads", "SupportConsole", "CLinuxShim"]
         ),
         .target(name: "TestSupport", dependencies: ["Postgres", "EmbeddedPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "UTCTimeTests", dependencies: ["UTCTime"]),

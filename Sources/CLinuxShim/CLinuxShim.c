@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* accept4 */
 #include "CLinuxShim.h"
 #include <stdlib.h>
+#include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -40,4 +41,6 @@ uint64_t clinux_epoll_event_token(const void *events, int index) {
 int clinux_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 
 int clinux_accept_nonblocking(int listen_fd) { return accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+int clinux_limit_malloc_arenas(int arenas) { return mallopt(M_ARENA_MAX, arenas); }
+
 #endif

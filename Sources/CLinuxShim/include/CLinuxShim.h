@@ -16,6 +16,9 @@ extern const int32_t clinux_epoll_ctl_add;
 extern const int32_t clinux_epoll_ctl_mod;
 extern const int32_t clinux_epoll_ctl_del;
 
+/* mallopt(M_ARENA_MAX, n): <malloc.h> is not in Swift's Glibc module either. */
+int clinux_limit_malloc_arenas(int arenas);
+
 /* A close-on-exec epoll instance. */
 int clinux_epoll_create(void);
 int clinux_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token);
