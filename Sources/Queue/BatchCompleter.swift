@@ -113,7 +113,7 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
             if case .settle = item.verification { return item.job.id }
             return nil
         }
-        let written: (rows: [CompletionRow], ids: Set<Int>)
+        let written: (rows: [CompletionRow], ids: Set<Int>, fenced: [Int])
         do {
             written = try await transaction(batch)
         } catch {
@@ -121,14 +121,16 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
             throw error
         }
         if !settled.isEmpty { handler.didCommit(settled) }
-        report(batch, rows: written.rows, written: written.ids)
+        report(batch, rows: written.rows, written: written.ids, fenced: written.fenced)
     }
 
-    private func transaction(_ batch: [Item]) async throws -> (rows: [CompletionRow], ids: Set<Int>) {
+    /// `fenced`: settle items whose lease another worker holds by now (never settled here).
+    private func transaction(_ batch: [Item]) async throws -> (rows: [CompletionRow], ids: Set<Int>, fenced: [Int]) {
         try await store.client.withConnection { connection in
             try await connection.transaction { connection in
                 var decided: [(ClaimedJob, JobOutcome)] = []
                 var toSettle: [SettlementItem<Handler.Work>] = []
+                var fenced: [Int] = []
                 for item in batch {
                     switch item.verification {
                     case .decided(let outcome): decided.append((item.job, outcome))
@@ -138,13 +140,14 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
                 if !toSettle.isEmpty {
                     let owned = try await store.lockOwned(toSettle.map(\.job.id), workerID: configuration.workerID, on: connection)
                     let mine = toSettle.filter { owned.contains($0.job.id) }
+                    fenced = toSettle.map(\.job.id).filter { !owned.contains($0) }
                     let outcomes = try await handler.settle(mine, on: connection)
                     precondition(outcomes.count == mine.count, "settle must return one outcome per item")
                     decided += zip(mine.map(\.job), outcomes).map { ($0, $1) }
                 }
                 let rows = decided.map { completionRow(job: $0.0, outcome: $0.1) }
                 let ids = try await store.complete(rows, workerID: configuration.workerID, on: connection)
-                return (rows, ids)
+                return (rows, ids, fenced)
             }
         }
     }
@@ -168,9 +171,12 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
         }
     }
 
-    /// Logs and counts what was written; a job not written had lost its lease.
-    private func report(_ batch: [Item], rows: [CompletionRow], written: Set<Int>) {
+    /// Logs and counts what was written; a job not written (or not settled) had lost its lease.
+    private func report(_ batch: [Item], rows: [CompletionRow], written: Set<Int>, fenced: [Int]) {
         let byID = Dictionary(batch.map { ($0.job.id, $0) }, uniquingKeysWith: { first, _ in first })
+        for id in fenced {
+            logger.warning("lease_lost", ["job_id": .int(id), "attempt": .int(byID[id]?.job.attempts ?? 0)])
+        }
         for row in rows {
             guard let item = byID[row.id] else { continue }
             guard written.contains(row.id) else {
