@@ -26,13 +26,13 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     /// Results accepted but not yet written or abandoned (for graceful shutdown).
     private let outstanding = Atomic<Int>(0)
 
-    init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger, metrics: QueueMetrics) {
+    init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger, metrics: QueueMetrics, loops: Int) {
         self.store = store
         self.handler = handler
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
-        wakes = (0..<max(1, configuration.completionConcurrency)).map { _ in WakeSignal() }
+        wakes = (0..<max(1, loops)).map { _ in WakeSignal() }
     }
 
     var outstandingCount: Int { outstanding.load(ordering: .relaxed) }

@@ -25,11 +25,9 @@ public struct QueueConfiguration: Sendable {
     /// A verifier call must end well inside the lease, or another worker may take the job.
     public var verifyDeadline: Double { max(leaseSeconds * 0.8, leaseSeconds - 10) }
 
-    /// Pooled connections of the process (`DATABASE_POOL_SIZE`): claims, completions,
-    /// maintenance and gauges share them, whatever `concurrency` is.
-    public var databasePoolSize = 4 {
-        didSet { completionConcurrency = max(1, min(completionConcurrency, databasePoolSize - 1)) }
-    }
+    /// Completion loops for a pool of `poolSize` connections: one connection stays free for
+    /// claims (maintenance and gauges share the pool too), whatever `concurrency` is.
+    func completionLoops(poolSize: Int) -> Int { max(1, min(completionConcurrency, poolSize - 1)) }
 
     public static func makeWorkerID() -> String {
         let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"

@@ -15,6 +15,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     private let metrics: QueueMetrics
     private let listener: PostgresConfiguration?
     private let completer: BatchCompleter<Handler>
+    private let completionLoops: Int
     private let wake = WakeSignal()
     private let stopping = Atomic<Bool>(false)
     private let inflight = Atomic<Int>(0)
@@ -42,7 +43,9 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         self.logger = logger.with(["worker": .string(configuration.workerID)])
         self.metrics = metrics
         self.listener = listener
-        completer = BatchCompleter(store: store, handler: handler, configuration: configuration, logger: self.logger, metrics: metrics)
+        completionLoops = configuration.completionLoops(poolSize: store.client.maxConnections)
+        completer = BatchCompleter(store: store, handler: handler, configuration: configuration, logger: self.logger, metrics: metrics,
+                                   loops: completionLoops)
     }
 
     public convenience init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger,
@@ -76,7 +79,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
                 wake.wake()
             }
         }
-        let completions = (0..<max(1, configuration.completionConcurrency)).map { loop in
+        let completions = (0..<completionLoops).map { loop in
             Task { [self] in
                 await completer.run(loop: loop, abandonAfter: { self.graceDeadline.withLock { $0.map { $0 + .seconds(5) } } })
             }

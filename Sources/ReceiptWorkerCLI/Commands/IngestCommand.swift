@@ -18,10 +18,6 @@ enum IngestCommand {
                         help: "load NDJSON lines shaped like POST /v1/receipts bodies ('-' for stdin), then exit: 0 all loaded, 1 some rejected"),
         ])
 
-    /// The default pool (`DATABASE_POOL_SIZE`): requests share group commits, so a few
-    /// connections carry the API. Shared with `bench ingest` so it measures what ships.
-    static let databaseConnections = 4
-
     static func run(_ runtime: Runtime) async throws -> Int32 {
         if let file = runtime.options.flag("file") {
             return try await IngestFileLoad.run(runtime, source: BulkLoadSource(argument: file))

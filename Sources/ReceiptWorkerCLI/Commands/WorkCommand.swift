@@ -33,12 +33,10 @@ enum WorkCommand {
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         let options = runtime.options
-        var configuration = queueConfiguration(options)
-        configuration.databasePoolSize = runtime.databasePoolSize
+        let configuration = queueConfiguration(options)
         let registry = MetricsRegistry()
         let listenURL = try runtime.databaseListenURL()
         let listener = try listenURL.map { try runtime.databaseConfiguration(url: $0, applicationName: "receipt-worker-listen") }
-        configuration.listenForNotifications = listener != nil
         let client = try runtime.databaseClient(applicationName: "receipt-worker-work", observer: DatabaseMetrics(registry: registry))
         DatabaseMetrics.watch(client, registry: registry)
         switch options.flag("verifier") ?? "apple" {

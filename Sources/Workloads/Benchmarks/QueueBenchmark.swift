@@ -107,7 +107,6 @@ public struct QueueBenchmark: Sendable {
         var configuration = QueueConfiguration()
         configuration.concurrency = concurrency
         configuration.claimBatch = claimBatch
-        configuration.databasePoolSize = context.databasePoolSize
         let workerClient = PostgresClient(configuration: database, maxConnections: context.databasePoolSize)
         let worker = QueueWorker(store: QueueStore(client: workerClient), handler: NoOpHandler(), configuration: configuration,
                                  logger: quietLogger(), metrics: QueueMetrics(registry: MetricsRegistry()), listenerConninfo: listenURL)
