@@ -31,23 +31,9 @@ public final class FaultProxy: Sendable {
 
     public init(targetPort: Int, targetHost: String = "127.0.0.1") throws {
         target = (targetHost, targetPort)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EMFILE) }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = Self.loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw -> Bool in
-                bind(fd, raw, length) == 0 && listen(fd, 512) == 0 && getsockname(fd, raw, &length) == 0
-            }
-        }
-        guard bound else {
-            close(fd)
-            throw POSIXError(.EADDRINUSE)
-        }
+        guard let (fd, port) = LoopbackSocket.bound(listenBacklog: 512) else { throw POSIXError(.EADDRINUSE) }
         listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         let acceptor = Thread { [self] in acceptLoop() }
         acceptor.name = "fault-proxy-accept"
         acceptor.start()
@@ -120,15 +106,7 @@ public final class FaultProxy: Sendable {
                 close(client)
                 return
             }
-            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = Self.loopback(port: target.port, host: target.host)
-            let connected = withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
-            }
-            guard connected else {
-                close(upstream)
+            guard let upstream = LoopbackSocket.connected(port: target.port, host: target.host) else {
                 close(client)
                 continue
             }
@@ -181,13 +159,5 @@ public final class FaultProxy: Sendable {
             shutdown(link.client, Int32(SHUT_RD))
             shutdown(link.upstream, Int32(SHUT_RD))
         }
-    }
-
-    private static func loopback(port: Int, host: String = "127.0.0.1") -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr(host)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        return address
     }
 }

@@ -102,22 +102,9 @@ public final class PrivateCluster: Sendable {
 
     /// Asks the kernel for a free loopback port (also used by tests that start servers of their own).
     public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw CommandError(description: "socket() failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddrPointer -> Int32 in
-                guard bind(fd, sockaddrPointer, length) == 0 else { return -1 }
-                return getsockname(fd, sockaddrPointer, &length)
-            }
-        }
-        guard bound == 0 else { throw CommandError(description: "cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard let (fd, port) = LoopbackSocket.bound() else { throw CommandError(description: "cannot find a free port") }
+        close(fd)
+        return port
     }
 
     /// A detached shell that waits for this process to end, then stops the server and

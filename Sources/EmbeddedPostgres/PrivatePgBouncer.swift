@@ -94,16 +94,10 @@ public final class PrivatePgBouncer: Sendable {
 
     private static func waitUntilListening(port: Int) throws {
         for _ in 0..<250 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            let connected = withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            if let fd = LoopbackSocket.connected(port: port) {
+                close(fd)
+                return
             }
-            close(fd)
-            if connected { return }
             usleep(20_000)
         }
         throw CommandError(description: "pgbouncer is not listening on port \(port)")
