@@ -126,12 +126,12 @@ public struct OrderLookupDesk: Sendable {
             throw OrderLookupError.transactionNotInOrder(transactionID: transactionID, appleOrderID: appleOrderID)
         }
         guard !transaction.refundedByApple else { throw OrderLookupError.refundedByApple(transactionID) }
-        let facts = ManualCreditFacts(
-            transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID, userID: userID,
-            productID: transaction.productID, quantity: transaction.quantity, environment: transaction.environment,
-            purchasedAt: transaction.purchaseDate, jobID: nil)
+        let request = CreditRequest(
+            transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID, orderID: orderID,
+            userID: userID, productID: transaction.productID, quantity: transaction.quantity, environment: transaction.environment,
+            purchasedAt: transaction.purchaseDate, jobID: nil, creditedBy: "support")
         let result: OrderCreditResult = try await client.transaction { connection in
-            switch try await ManualCredit().credit(facts, orderID: orderID, creditedBy: "support", on: connection) {
+            switch try await ManualCredit().credit(request, on: connection) {
             case .alreadyInLedger(let entry) where entry.userID == userID:
                 return .alreadyCredited(orderID: entry.orderID)
             case .alreadyInLedger(let entry):

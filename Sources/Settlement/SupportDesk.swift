@@ -82,13 +82,12 @@ public struct SupportDesk: Sendable {
                 throw SupportError.notCreditable("no Apple transaction recorded")
             }
             let details = (try? JSONSerialization.jsonObject(with: Data(alert.detailsJSON.utf8)) as? [String: String]) ?? [:]
-            let facts = ManualCreditFacts(
-                transactionID: transactionID, originalTransactionID: details["original_transaction_id"], userID: userID,
+            let request = CreditRequest(
+                transactionID: transactionID, originalTransactionID: details["original_transaction_id"], orderID: orderID, userID: userID,
                 productID: productID, quantity: Int(details["quantity"] ?? "") ?? 1, environment: details["environment"] ?? "Production",
                 purchasedAt: details["purchased_at_ms"].flatMap(Double.init).map { Date(timeIntervalSince1970: $0 / 1000) },
-                jobID: alert.jobID)
-            if case .alreadyInLedger(let existing) = try await ManualCredit().credit(facts, orderID: orderID, creditedBy: "support",
-                                                                                    on: connection) {
+                jobID: alert.jobID, creditedBy: "support")
+            if case .alreadyInLedger(let existing) = try await ManualCredit().credit(request, on: connection) {
                 _ = try await connection.query(Self.resolveSQL, [alertID, "already credited to order \(existing.orderID)"])
                 return .alreadyCredited(orderID: existing.orderID)
             }
