@@ -62,7 +62,7 @@ let package = Package(
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
         .testTarget(name: "SupportConsoleTests", dependencies: ["SupportConsole", "TestSupport", "EmbeddedPostgres", "HTTP", "Observability", "Postgres",
                                                                 "Settlement", "Queue", "Ingest"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ReceiptWorkerCLI", "TestSupport", "EmbeddedPostgres", "AppleSim", "AppStore", "Postgres", "HTTP"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ReceiptWorkerCLI", "TestSupport", "EmbeddedPostgres", "Workloads", "AppleSim", "AppStore", "Postgres", "HTTP"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,6 +2,7 @@ import AppleSim
 import Foundation
 import Postgres
 import TestSupport
+import Workloads
 import XCTest
 
 /// Paid receipts waiting in a fresh database, apple-sim to verify them, and the checks of
@@ -20,16 +21,7 @@ struct PaidReceiptRun: Sendable {
         let simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: secret, seed: 7,
                                                                              faults: AppleSimFaults(latency: latency)))
         _ = try simulator.start()
-        _ = try await client.query("""
-            INSERT INTO iap.orders (order_id, user_id, product_id)
-            SELECT 'o' || n, 'u' || n, 'coins_100' FROM generate_series(1, $1) AS n
-            """, [count])
-        let receipts = (1...count).map {
-            SimReceipt(bundleID: bundleID, transactions: [.init(transactionID: "t\($0)", productID: "coins_100")]).mint()
-        }
-        _ = try await client.query("""
-            SELECT count(iap.enqueue_receipt(u, o, r)) FROM unnest($1::text[], $2::text[], $3::text[]) AS x(u, o, r)
-            """, [(1...count).map { "u\($0)" }, (1...count).map { "o\($0)" }, receipts])
+        try await PaidReceipts.prepare(client, tag: "fleet", count: count, bundleID: bundleID).enqueue(client)
         return PaidReceiptRun(url: url, client: client, simulator: simulator, count: count)
     }
 
