@@ -40,8 +40,8 @@ final class ConsoleQueryPlanTests: XCTestCase {
         var statements: [(name: String, sql: String, binds: [any PostgresEncodable])] = [
             ("overview: jobs by state", QueueStatistics.snapshotSQL, [ConsoleApp.exactFinishedLimit]),
             ("overview: open alerts", AlertStatistics.openByKindSQL, []),
-            ("overview: last hour", ThroughputStore.lastHourSQL, []),
-            ("overview: last day", ThroughputStore.lastDaySQL, []),
+            ("overview: last hour", ThroughputStore.windowSQL, ["1 hour", "minute"]),
+            ("overview: last day", ThroughputStore.windowSQL, ["1 day", "hour"]),
             ("job", JobDetails.jobSQL, [42]),
             ("job: ledger", JobDetails.ledgerSQL, [["1000042"], 42]),
             ("job: alerts", JobDetails.alertsSQL, [42]),

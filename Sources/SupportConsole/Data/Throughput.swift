@@ -40,31 +40,26 @@ struct ThroughputStore: Sendable {
     let client: PostgresClient
 
     /// One branch per finished state, each on its own partial index (jobs_done, jobs_failed on
-    /// finished_at; jobs_attention, few rows), the way QueueStatistics counts states. The window is
-    /// written into the text, not bound: a prepared statement's generic plan cannot see a bound
-    /// window's width, guesses a third of the table, and reads all of it (measured by bench console).
-    static func windowSQL(_ window: String, bucket: String) -> String {
-        """
-        SELECT date_trunc('\(bucket)', finished_at) AS bucket, outcome, count(*)::bigint, count(*) FILTER (WHERE attempts > 1)::bigint
+    /// finished_at; jobs_attention, few rows), the way QueueStatistics counts states. The window
+    /// is bound like any value: sessions plan every run for its parameters (plan_cache_mode), so
+    /// the planner sees the window's width and reads only its end of the index.
+    static let windowSQL = """
+        SELECT date_trunc($2, finished_at) AS bucket, outcome, count(*)::bigint, count(*) FILTER (WHERE attempts > 1)::bigint
         FROM (
-            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'done' AND finished_at >= now() - interval '\(window)'
+            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'done' AND finished_at >= now() - $1::interval
             UNION ALL
-            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'failed' AND finished_at >= now() - interval '\(window)'
+            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'failed' AND finished_at >= now() - $1::interval
             UNION ALL
-            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'attention' AND finished_at >= now() - interval '\(window)'
+            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'attention' AND finished_at >= now() - $1::interval
         ) AS finished
         GROUP BY 1, 2 ORDER BY 1
         """
-    }
 
-    static let lastHourSQL = windowSQL("1 hour", bucket: "minute")
-    static let lastDaySQL = windowSQL("1 day", bucket: "hour")
+    func lastHour() async throws -> ThroughputWindow { try await window("1 hour", bucket: "minute", seconds: 3600, bucketSeconds: 60) }
+    func lastDay() async throws -> ThroughputWindow { try await window("1 day", bucket: "hour", seconds: 86_400, bucketSeconds: 3600) }
 
-    func lastHour() async throws -> ThroughputWindow { try await window(Self.lastHourSQL, seconds: 3600, bucketSeconds: 60) }
-    func lastDay() async throws -> ThroughputWindow { try await window(Self.lastDaySQL, seconds: 86_400, bucketSeconds: 3600) }
-
-    private func window(_ sql: String, seconds: Double, bucketSeconds: Double) async throws -> ThroughputWindow {
-        let rows = try await client.query(sql).map { row in
+    private func window(_ width: String, bucket: String, seconds: Double, bucketSeconds: Double) async throws -> ThroughputWindow {
+        let rows = try await client.query(Self.windowSQL, [width, bucket]).map { row in
             ThroughputBucket(start: try row.decode(at: 0), outcome: try row.decode(String?.self, at: 1) ?? "none",
                              finished: try row.decode(at: 2), retried: try row.decode(at: 3))
         }
