@@ -97,6 +97,46 @@ final class LibpqSession {
         if let firstError { throw firstError }
     }
 
+    /// Sends every command, then one Sync, and hands each command's results to `each` with
+    /// the command's index (libpq pipeline mode): one round trip for all of them. After a
+    /// server error the server skips the rest until the Sync; the first error is rethrown once
+    /// the Sync was read, so the session stays in step. A failure to queue a command leaves the
+    /// session in an unknown state: it is closed.
+    func pipeline(until deadline: Deadline, sends: [(OpaquePointer) -> Int32],
+                  each: (Int, OpaquePointer) throws -> Void) throws {
+        guard let handle else { throw PostgresError(kind: .connectionLost, message: "no connection") }
+        guard PQenterPipelineMode(handle) == 1 else { throw lostOrFailed() }
+        for send in sends where send(handle) != 1 {
+            let error = lostOrFailed()
+            close()
+            throw PostgresError(kind: .connectionLost, message: "cannot queue a pipelined statement: " + error.message)
+        }
+        guard PQpipelineSync(handle) == 1 else {
+            let error = lostOrFailed()
+            close()
+            throw PostgresError(kind: .connectionLost, message: "cannot end a pipeline: " + error.message)
+        }
+        try flush(until: deadline)
+        var firstError: Error?
+        for index in sends.indices {
+            while let result = try nextResult(until: deadline) {
+                if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                    PQclear(result) // skipped after an earlier error, which says why
+                    continue
+                }
+                do { try each(index, result) } catch { firstError = firstError ?? error }
+            }
+        }
+        guard let sync = try nextResult(until: deadline) else { throw lostOrFailed() }
+        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+        PQclear(sync)
+        guard synced, PQexitPipelineMode(handle) == 1 else {
+            close()
+            throw PostgresError(kind: .connectionLost, message: "pipeline out of step with the server")
+        }
+        if let firstError { throw firstError }
+    }
+
     /// A script of statements with the simple protocol; rows of the last result that has any.
     @discardableResult
     func simpleQuery(_ sql: String, deadline: Deadline) throws -> [PostgresRows] {

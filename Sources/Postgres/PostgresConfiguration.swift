@@ -61,10 +61,11 @@ public struct PostgresConfiguration: Sendable {
             + "SET plan_cache_mode = force_custom_plan"
     }
 
-    /// What a transaction starts with behind a pooler: the same limits, scoped to the transaction.
-    var pooledTransactionBegin: String {
-        "BEGIN; SET LOCAL idle_in_transaction_session_timeout = \(Self.milliseconds(idleInTransactionTimeout)); "
-            + "SET LOCAL TimeZone = 'UTC'"
+    /// What a transaction starts with behind a pooler: the same limits, scoped to the transaction
+    /// (separate statements: they travel in one pipeline with the transaction's first statement).
+    var pooledTransactionBegin: [String] {
+        ["BEGIN", "SET LOCAL idle_in_transaction_session_timeout = \(Self.milliseconds(idleInTransactionTimeout))",
+         "SET LOCAL TimeZone = 'UTC'"]
     }
 
     /// Whole milliseconds of a setting we computed (never user text), at least 1.

@@ -17,6 +17,8 @@ public final class PostgresConnection: @unchecked Sendable {
     /// rest of the body would run on a new session, outside the transaction.
     private var transactionBroken = false
     private var inTransaction = false
+    /// `transaction` began but sent nothing yet: these statements go out with its first one.
+    private var pendingBegin: [String]?
     /// Open, healthy and outside a transaction, as of the last call: read without a thread hop
     /// when the pool takes the connection back.
     private let reusable = Atomic<Bool>(false)
@@ -54,28 +56,25 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs one parameterised statement (extended protocol) and returns its rows.
     /// A connection that broke earlier is re-opened first (outside a transaction).
     public func query(_ sql: String, _ binds: [any PostgresEncodable] = []) async throws -> PostgresRows {
-        let parameters = binds.map(\.postgresBind)
-        // libpq reads text parameters up to the first NUL: refuse rather than store a truncated value.
-        if let index = parameters.firstIndex(where: { $0.format == .text && $0.bytes?.contains(0) == true }) {
-            throw PostgresError(kind: .client, sqlState: "22021",
-                                message: "parameter $\(index + 1) contains a NUL character, which text cannot hold")
-        }
+        try await pipeline([PostgresStatement(sql, binds)])[0]
+    }
+
+    /// Runs the statements in order in one round trip (libpq pipeline mode) and returns each
+    /// one's rows. Each statement sees what the ones before it did (and took its own snapshot
+    /// after them), as if run one by one; the first error stops the rest and is thrown.
+    /// Outside a transaction the pipeline is one implicit transaction: all of it or nothing.
+    public func pipeline(_ statements: [PostgresStatement]) async throws -> [PostgresRows] {
+        for statement in statements { try statement.checkParameters() }
+        return try await onThread { [self] in try send(statements) }
+    }
+
+    /// Inside `transaction`: runs the statements and COMMIT in one round trip; `transaction`
+    /// then has nothing left to commit. If any statement fails, nothing commits.
+    public func commit(after statements: [PostgresStatement]) async throws -> [PostgresRows] {
+        for statement in statements { try statement.checkParameters() }
         return try await onThread { [self] in
-            try reopenIfBroken()
-            let deadline = Deadline(secondsFromNow: configuration.callTimeout)
-            let count = Int32(parameters.count)
-            var rows: PostgresRows?
-            let keep: (OpaquePointer) throws -> Void = { rows = try self.session.consume($0) }
-            try ParameterBuffer(parameters).withArrays { values, lengths, formats in
-                if let name = try preparedName(sql, parameterCount: count, deadline: deadline) {
-                    try session.roundTrip(until: deadline, send: { PQsendQueryPrepared($0, name, count, values, lengths, formats, 0) },
-                                          each: keep)
-                } else {
-                    try session.roundTrip(until: deadline, send: { PQsendQueryParams($0, sql, count, nil, values, lengths, formats, 0) },
-                                          each: keep)
-                }
-            }
-            return rows ?? PostgresRows(columns: [], cells: [], affectedRows: 0)
+            guard inTransaction else { throw PostgresError(kind: .client, message: "commit(after:) outside a transaction") }
+            return Array(try send(statements + [PostgresStatement("COMMIT")]).dropLast())
         }
     }
 
@@ -87,7 +86,9 @@ public final class PostgresConnection: @unchecked Sendable {
     public func execute(script: String) async throws {
         try await onThread { [self] in
             try reopenIfBroken()
-            try session.simpleQuery(script, deadline: Deadline(secondsFromNow: configuration.callTimeout))
+            let deadline = Deadline(secondsFromNow: configuration.callTimeout)
+            try beginIfPending(deadline: deadline)
+            try session.simpleQuery(script, deadline: deadline)
         }
     }
 
@@ -98,6 +99,7 @@ public final class PostgresConnection: @unchecked Sendable {
         try await onThread { [self] in
             try reopenIfBroken()
             let deadline = Deadline(secondsFromNow: configuration.callTimeout)
+            try beginIfPending(deadline: deadline)
             guard session.handle.map({ PQsendQuery($0, copyStatement) }) == 1 else { throw session.lostOrFailed() }
             try session.flush(until: deadline)
             guard let start = try session.nextResult(until: deadline) else { throw session.lostOrFailed() }
@@ -137,20 +139,30 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// BEGIN … COMMIT around `body`; ROLLBACK if it throws. Behind a pooler the
     /// transaction carries its own limits (`SET LOCAL`), since the session keeps none.
+    /// BEGIN is not a round trip of its own: it travels with the body's first statement.
     public func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await onThread { [self] in
             try reopenIfBroken()
-            let begin = session.behindPooler ? configuration.pooledTransactionBegin : "BEGIN"
-            try session.simpleQuery(begin, deadline: Deadline(secondsFromNow: configuration.callTimeout))
+            pendingBegin = session.behindPooler ? configuration.pooledTransactionBegin : ["BEGIN"]
             inTransaction = true
         }
         do {
             let value = try await body(self)
-            _ = try await query("COMMIT")
+            try await onThread { [self] in
+                if pendingBegin != nil {
+                    pendingBegin = nil // nothing was sent: nothing to commit
+                    inTransaction = false
+                } else if inTransaction {
+                    _ = try send([PostgresStatement("COMMIT")])
+                }
+            }
             return value
         } catch {
             _ = try? await onThread { [self] in
-                if session.isOpen { try session.simpleQuery("ROLLBACK", deadline: Deadline(secondsFromNow: configuration.callTimeout)) }
+                if pendingBegin == nil, session.isOpen {
+                    try session.simpleQuery("ROLLBACK", deadline: Deadline(secondsFromNow: configuration.callTimeout))
+                }
+                pendingBegin = nil
                 transactionBroken = false
                 inTransaction = false
             }
@@ -167,8 +179,8 @@ public final class PostgresConnection: @unchecked Sendable {
     private func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await thread.run { [self] in
             defer {
-                if session.isIdle { inTransaction = false }
-                reusable.store(session.isIdle && !transactionBroken, ordering: .releasing)
+                if session.isIdle && pendingBegin == nil { inTransaction = false }
+                reusable.store(session.isIdle && !transactionBroken && pendingBegin == nil, ordering: .releasing)
             }
             do {
                 let value = try body()
@@ -224,6 +236,40 @@ public final class PostgresConnection: @unchecked Sendable {
                               each: { _ = try self.session.consume($0) })
         prepared[sql] = name
         return name
+    }
+
+    /// Sends `statements` (after a pending BEGIN) in one round trip: a single statement as
+    /// a plain call, several in pipeline mode.
+    private func send(_ statements: [PostgresStatement]) throws -> [PostgresRows] {
+        try reopenIfBroken()
+        let deadline = Deadline(secondsFromNow: configuration.callTimeout)
+        let begin = (pendingBegin ?? []).map { PostgresStatement($0) }
+        pendingBegin = nil
+        let all = begin + statements
+        var rows = [PostgresRows?](repeating: nil, count: all.count)
+        let names = try all.map { try preparedName($0.sql, parameterCount: Int32($0.parameters.count), deadline: deadline) }
+        let sends = zip(all, names).map { statement, name in
+            { (handle: OpaquePointer) -> Int32 in
+                ParameterBuffer(statement.parameters).withArrays { values, lengths, formats in
+                    let count = Int32(statement.parameters.count)
+                    if let name { return PQsendQueryPrepared(handle, name, count, values, lengths, formats, 0) }
+                    return PQsendQueryParams(handle, statement.sql, count, nil, values, lengths, formats, 0)
+                }
+            }
+        }
+        if sends.count == 1 {
+            try session.roundTrip(until: deadline, send: sends[0], each: { rows[0] = try session.consume($0) })
+        } else {
+            try session.pipeline(until: deadline, sends: sends, each: { rows[$0] = try session.consume($1) })
+        }
+        return rows.dropFirst(begin.count).map { $0 ?? PostgresRows(columns: [], cells: [], affectedRows: 0) }
+    }
+
+    /// For calls that cannot be pipelined (scripts, COPY): a pending BEGIN goes first, alone.
+    private func beginIfPending(deadline: Deadline) throws {
+        guard let begin = pendingBegin else { return }
+        pendingBegin = nil
+        try session.simpleQuery(begin.joined(separator: "; "), deadline: deadline)
     }
 
     private func reopenIfBroken() throws {

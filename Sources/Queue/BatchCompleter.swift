@@ -137,16 +137,21 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
                     case .settle(let work): toSettle.append(SettlementItem(job: item.job, work: work))
                     }
                 }
+                var writes: [PostgresStatement] = []
                 if !toSettle.isEmpty {
                     let owned = try await store.lockOwned(toSettle.map(\.job.id), workerID: configuration.workerID, on: connection)
                     let mine = toSettle.filter { owned.contains($0.job.id) }
                     fenced = toSettle.map(\.job.id).filter { !owned.contains($0) }
-                    let outcomes = try await handler.settle(mine, on: connection)
-                    precondition(outcomes.count == mine.count, "settle must return one outcome per item")
-                    decided += zip(mine.map(\.job), outcomes).map { ($0, $1) }
+                    let settled = try await handler.settle(mine, on: connection)
+                    precondition(settled.outcomes.count == mine.count, "settle must return one outcome per item")
+                    decided += zip(mine.map(\.job), settled.outcomes).map { ($0, $1) }
+                    writes = settled.writes
                 }
                 let rows = decided.map { completionRow(job: $0.0, outcome: $0.1) }
-                let ids = try await store.complete(rows, workerID: configuration.workerID, on: connection)
+                // The settlement's writes, the jobs' completion and COMMIT: one round trip.
+                let completion = store.completionStatement(rows, workerID: configuration.workerID)
+                let results = try await connection.commit(after: writes + [completion].compactMap { $0 })
+                let ids = completion == nil ? [] : try QueueStore.writtenIDs(results[results.count - 1])
                 return (rows, ids, fenced)
             }
         }

@@ -9,8 +9,10 @@ public protocol JobHandler: Sendable {
 
     func verify(_ job: ClaimedJob) async -> Verification<Work>
 
-    /// Returns one outcome per item, in order. Runs inside the completion transaction.
-    func settle(_ items: [SettlementItem<Work>], on connection: PostgresConnection) async throws -> [JobOutcome]
+    /// Returns one outcome per item, in order, and the writes that can wait for the jobs'
+    /// completion (they go out with it and COMMIT in one round trip). Runs inside the
+    /// completion transaction.
+    func settle(_ items: [SettlementItem<Work>], on connection: PostgresConnection) async throws -> SettledBatch
 
     /// The transaction that settled these jobs committed: announce what it did (logs,
     /// metrics, webhooks) now, not before, so nothing is announced that did not happen.
@@ -36,5 +38,19 @@ public struct NoOpHandler: JobHandler {
         return .decided(.finish(.done, "acknowledged"))
     }
 
-    public func settle(_ items: [SettlementItem<Never>], on connection: PostgresConnection) async throws -> [JobOutcome] { [] }
+    public func settle(_ items: [SettlementItem<Never>], on connection: PostgresConnection) async throws -> SettledBatch {
+        SettledBatch(outcomes: [])
+    }
+}
+
+/// What `settle` decided for a batch: one outcome per item, and statements to run just before
+/// the completion's own (in order; if one fails, nothing of the batch commits).
+public struct SettledBatch: Sendable {
+    public var outcomes: [JobOutcome]
+    public var writes: [PostgresStatement]
+
+    public init(outcomes: [JobOutcome], writes: [PostgresStatement] = []) {
+        self.outcomes = outcomes
+        self.writes = writes
+    }
 }

@@ -79,20 +79,23 @@ public struct QueueStore: Sendable {
         RETURNING j.id
         """
 
-    /// Writes a batch of results in one statement; only jobs whose lease this worker still
-    /// holds are touched. Returns the ids written.
-    func complete(_ rows: [CompletionRow], workerID: String, on connection: PostgresConnection) async throws -> Set<Int> {
-        guard !rows.isEmpty else { return [] }
+    /// A batch of results as one statement (nil for none); only jobs whose lease this worker
+    /// still holds are touched. Its rows are the ids written (`writtenIDs`).
+    func completionStatement(_ rows: [CompletionRow], workerID: String) -> PostgresStatement? {
+        guard !rows.isEmpty else { return nil }
         let transactionIDs: [String?] = rows.map { row in
             guard !row.transactionIDs.isEmpty,
                   let data = try? JSONSerialization.data(withJSONObject: row.transactionIDs) else { return nil }
             return String(decoding: data, as: UTF8.self)
         }
-        let binds: [any PostgresEncodable] = [
+        return PostgresStatement(Self.completeSQL, [
             rows.map(\.id), rows.map(\.state), rows.map(\.outcome), rows.map(\.delaySeconds),
             rows.map { $0.appleStatus.map(Int64.init) }, rows.map(\.error), transactionIDs, workerID,
-        ]
-        return Set(try await connection.query(Self.completeSQL, binds).map { try $0.decode(Int.self, at: 0) })
+        ])
+    }
+
+    static func writtenIDs(_ rows: PostgresRows) throws -> Set<Int> {
+        Set(try rows.map { try $0.decode(Int.self, at: 0) })
     }
 
     /// Marks claimed jobs finished with one outcome through the batch-completion statement
@@ -100,7 +103,8 @@ public struct QueueStore: Sendable {
     public func completeDone(_ ids: [Int], outcome: String, workerID: String) async throws -> Int {
         let rows = ids.map { CompletionRow(id: $0, state: "done", outcome: outcome, delaySeconds: nil, appleStatus: nil,
                                            error: nil, transactionIDs: []) }
-        return try await client.withConnection { try await complete(rows, workerID: workerID, on: $0) }.count
+        guard let statement = completionStatement(rows, workerID: workerID) else { return 0 }
+        return try await client.withConnection { try Self.writtenIDs(try await $0.pipeline([statement])[0]) }.count
     }
 
     static let releaseSQL = """

@@ -156,10 +156,10 @@ public struct AppleJobHandler: JobHandler {
         }
     }
 
-    public func settle(_ items: [SettlementItem<SettlementWork>], on connection: PostgresConnection) async throws -> [JobOutcome] {
+    public func settle(_ items: [SettlementItem<SettlementWork>], on connection: PostgresConnection) async throws -> SettledBatch {
         // Two jobs carrying the same Apple transaction (a re-sent receipt) may be settled by
-        // two completion transactions at once: the second waits here until the first has
-        // committed, then sees its ledger row. Sorted, so batches never lock in opposite orders.
+        // two completion transactions at once: the second waits for the first's transaction
+        // lock until it has committed, then sees its ledger row.
         let transactionIDs = items.flatMap { item -> [String] in
             switch item.work {
             case .transactions(let receipt): return receipt.transactions.map(\.transactionID)
@@ -167,17 +167,13 @@ public struct AppleJobHandler: JobHandler {
             case .configError, .consumption: return []
             }
         }
-        var ledger: [String: LedgerEntry] = [:]
-        if !transactionIDs.isEmpty {
-            try await store.lockTransactions(transactionIDs, on: connection)
-            ledger = try await store.ledgerEntries(transactionIDs, on: connection)
-        }
-        // The jobs' own orders, read and locked for the whole batch in one statement.
+        // The jobs' own orders, read and locked for the whole batch with the ledger rows.
         let orderIDs = items.compactMap { item -> String? in
             if case .transactions = item.work { return item.job.orderID }
             return nil
         }
-        var batch = SettlementBatch(ledger: ledger, orders: try await store.orders(ids: orderIDs, on: connection))
+        let read = try await store.readBatch(transactionIDs: transactionIDs, orderIDs: orderIDs, on: connection)
+        var batch = SettlementBatch(ledger: read.ledger, orders: read.orders)
         var credited = 0
         var outcomes: [JobOutcome] = []
         outcomes.reserveCapacity(items.count)
@@ -200,10 +196,9 @@ public struct AppleJobHandler: JobHandler {
             credited += effects.credits
             pending.store(effects, for: item.job.id)
         }
-        try await batch.flush(store, on: connection)
-        // One NOTIFY per batch: listeners re-read the ledger anyway.
-        if credited > 0 { try await store.notifyCredits(credited, on: connection) }
-        return outcomes
+        // The credits and one NOTIFY go out with the jobs' completion and COMMIT.
+        let writes = [store.creditStatement(batch.takeCredits()), credited > 0 ? store.notifyCreditsStatement(credited) : nil]
+        return SettledBatch(outcomes: outcomes, writes: writes.compactMap { $0 })
     }
 
     public func didCommit(_ jobIDs: [Int]) {

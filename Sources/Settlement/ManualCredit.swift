@@ -17,20 +17,16 @@ struct ManualCredit: Sendable {
     /// writes `request`, the payment as Apple reported it, to that order.
     func credit(_ request: CreditRequest, on connection: PostgresConnection) async throws -> Result {
         let orderID = request.orderID
-        try await store.lockTransactions([request.transactionID], on: connection)
-        guard let order = try await store.order(id: orderID, on: connection) else { throw SupportError.orderNotFound(orderID) }
+        let read = try await store.readBatch(transactionIDs: [request.transactionID], orderIDs: [orderID], on: connection)
+        guard let order = read.orders[orderID] else { throw SupportError.orderNotFound(orderID) }
         guard order.userID == request.userID else { throw SupportError.orderMismatch("order \(orderID) belongs to another user") }
         guard order.productID == request.productID else {
             throw SupportError.orderMismatch("order \(orderID) is for \(order.productID), the payment was for \(request.productID)")
         }
-        if let existing = try await store.ledgerEntries([request.transactionID], on: connection)[request.transactionID] {
-            return .alreadyInLedger(existing)
-        }
+        if let existing = read.ledger[request.transactionID] { return .alreadyInLedger(existing) }
         guard order.status == "open" else { throw SupportError.orderMismatch("order \(orderID) is \(order.status), not open") }
-        guard try await store.credit(request, on: connection) else {
-            throw SettlementError("transaction \(request.transactionID) was credited concurrently; run the command again")
-        }
-        try await store.notifyCredits(1, on: connection)
+        // Under the transaction lock and the order lock the write cannot miss (the statement checks).
+        _ = try await connection.pipeline([store.creditStatement([request]), store.notifyCreditsStatement(1)].compactMap { $0 })
         return .credited
     }
 }

@@ -147,7 +147,7 @@ struct SettlementEffects: Sendable {
 
 /// What one settlement transaction has read and decided so far: the ledger rows and job
 /// orders read once for the whole batch (under the transaction locks and row locks), the
-/// orders assigned in this batch, and the credits to write, all in two statements at the end.
+/// orders assigned in this batch, and the credits to write, in one statement at the end.
 struct SettlementBatch: Sendable {
     var ledger: [String: LedgerEntry]
     var orders: [String: OrderRow]
@@ -162,11 +162,16 @@ struct SettlementBatch: Sendable {
     /// Open in the database and not yet given a payment by this batch.
     func isOpen(_ order: OrderRow) -> Bool { order.status == "open" && !assigned.contains(order.orderID) }
 
-    /// Writes the credits decided so far (before anything that reads the ledger from the
-    /// database, such as a refund in the same batch) and at the end of the batch.
+    /// Writes the credits decided so far now: before anything that reads the ledger from the
+    /// database, such as a refund in the same batch.
     mutating func flush(_ store: SettlementStore, on connection: PostgresConnection) async throws {
-        try await store.credit(batch: credits, on: connection)
-        credits.removeAll()
+        try await store.credit(batch: takeCredits(), on: connection)
+    }
+
+    /// The credits decided and not yet written, for the caller to write.
+    mutating func takeCredits() -> [CreditRequest] {
+        defer { credits.removeAll() }
+        return credits
     }
 
     mutating func credit(_ request: CreditRequest) {

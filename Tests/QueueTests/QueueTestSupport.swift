@@ -10,7 +10,7 @@ struct ScriptedHandler: JobHandler {
     let script: @Sendable (ClaimedJob) async -> JobOutcome
 
     func verify(_ job: ClaimedJob) async -> Verification<Never> { .decided(await script(job)) }
-    func settle(_ items: [SettlementItem<Never>], on connection: PostgresConnection) async throws -> [JobOutcome] { [] }
+    func settle(_ items: [SettlementItem<Never>], on connection: PostgresConnection) async throws -> SettledBatch { SettledBatch(outcomes: []) }
 }
 
 struct QueueFixture {

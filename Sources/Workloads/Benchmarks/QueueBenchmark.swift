@@ -167,7 +167,7 @@ public struct QueueBenchmark: Sendable {
                 claimedAt(job.orderID ?? "")
                 return .decided(.finish(.done, "acknowledged"))
             }
-            func settle(_ items: [SettlementItem<Never>], on connection: PostgresConnection) async throws -> [JobOutcome] { [] }
+            func settle(_ items: [SettlementItem<Never>], on connection: PostgresConnection) async throws -> SettledBatch { SettledBatch(outcomes: []) }
         }
         var configuration = QueueConfiguration()
         configuration.pollInterval = 5 // NOTIFY must do the work, not the poll
