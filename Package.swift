@@ -23,6 +23,8 @@ let package = Package(
         .target(name: "CCryptoShim", dependencies: ["COpenSSL"]),
         // A leaf: UTC calendar fields and the timestamp texts of logs, PostgreSQL and Apple.
         .target(name: "UTCTime"),
+        // A leaf: a strict byte-level JSON reader and writer for the hot paths, and the one JSON string escaper.
+        .target(name: "JSONWire"),
         // Database access: libpq connections on their own threads, typed rows, COPY, LISTEN/NOTIFY.
         .target(name: "Postgres", dependencies: ["CLibPQ", "UTCTime"]),
         // A private throw-away cluster from the system initdb/pg_ctl (demo, tests, benchmarks).
@@ -53,6 +55,7 @@ let package = Package(
         ),
         .target(name: "TestSupport", dependencies: ["Postgres", "EmbeddedPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "UTCTimeTests", dependencies: ["UTCTime"]),
+        .testTarget(name: "JSONWireTests", dependencies: ["JSONWire"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "AppleSim"]),
