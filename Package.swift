@@ -30,18 +30,18 @@ let package = Package(
         // A private throw-away cluster from the system initdb/pg_ctl (demo, tests, benchmarks).
         .target(name: "EmbeddedPostgres"),
         // Leaves: logging and metrics; a small HTTP/1.1 server and client transport (TLS on OpenSSL).
-        .target(name: "Observability", dependencies: ["UTCTime"]),
+        .target(name: "Observability", dependencies: ["UTCTime", "JSONWire"]),
         .target(name: "HTTP", dependencies: ["CLinuxShim", "COpenSSL", "CCryptoShim"]),
         // epoll, eventfd, accept4: what Swift's Glibc module does not import.
         .target(name: "CLinuxShim"),
         // The generic job engine: claim, complete, retry, leases, maintenance, shutdown.
-        .target(name: "Queue", dependencies: ["Postgres", "Observability"]),
+        .target(name: "Queue", dependencies: ["Postgres", "Observability", "JSONWire"]),
         // Apple: wire formats, status codes, verifyReceipt client.
         .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim", "UTCTime"]),
         // The money: matching, crediting, alerts.
         .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability", "HTTP"]),
         // Faces.
-        .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability"]),
+        .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability", "JSONWire"]),
         .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability", "COpenSSL"]),
         // The support console: a server-rendered web application (SPEC 10).
         .target(name: "SupportConsole", dependencies: ["Postgres", "HTTP", "Observability", "Queue", "Settlement", "COpenSSL"]),
