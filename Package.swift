@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability", "HTTP"]),
         // Faces.
         .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability", "JSONWire"]),
-        .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability", "COpenSSL"]),
+        .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability", "COpenSSL", "JSONWire"]),
         // The support console: a server-rendered web application (SPEC 10).
         .target(name: "SupportConsole", dependencies: ["Postgres", "HTTP", "Observability", "Queue", "Settlement", "COpenSSL"]),
         // Workloads the CLI runs but does not hold: the benchmarks and the demo's tour.
