@@ -37,7 +37,7 @@ let package = Package(
         // The generic job engine: claim, complete, retry, leases, maintenance, shutdown.
         .target(name: "Queue", dependencies: ["Postgres", "Observability", "JSONWire"]),
         // Apple: wire formats, status codes, verifyReceipt client.
-        .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim", "UTCTime"]),
+        .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim", "UTCTime", "JSONWire"]),
         // The money: matching, crediting, alerts.
         .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability", "HTTP"]),
         // Faces.
@@ -60,7 +60,7 @@ let package = Package(
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "AppleSim"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "TestSupport"]),
-        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP"]),
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP", "JSONWire"]),
         .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
         .testTarget(name: "SupportConsoleTests", dependencies: ["SupportConsole", "TestSupport", "EmbeddedPostgres", "HTTP", "Observability", "Postgres",
