@@ -23,24 +23,26 @@ let package = Package(
         .target(name: "CCryptoShim", dependencies: ["COpenSSL"]),
         // A leaf: UTC calendar fields and the timestamp texts of logs, PostgreSQL and Apple.
         .target(name: "UTCTime"),
+        // A leaf: a strict byte-level JSON reader and writer for the hot paths, and the one JSON string escaper.
+        .target(name: "JSONWire"),
         // Database access: libpq connections on their own threads, typed rows, COPY, LISTEN/NOTIFY.
         .target(name: "Postgres", dependencies: ["CLibPQ", "UTCTime"]),
         // A private throw-away cluster from the system initdb/pg_ctl (demo, tests, benchmarks).
         .target(name: "EmbeddedPostgres"),
         // Leaves: logging and metrics; a small HTTP/1.1 server and client transport (TLS on OpenSSL).
-        .target(name: "Observability", dependencies: ["UTCTime"]),
+        .target(name: "Observability", dependencies: ["UTCTime", "JSONWire"]),
         .target(name: "HTTP", dependencies: ["CLinuxShim", "COpenSSL", "CCryptoShim"]),
         // epoll, eventfd, accept4: what Swift's Glibc module does not import.
         .target(name: "CLinuxShim"),
         // The generic job engine: claim, complete, retry, leases, maintenance, shutdown.
-        .target(name: "Queue", dependencies: ["Postgres", "Observability"]),
+        .target(name: "Queue", dependencies: ["Postgres", "Observability", "JSONWire"]),
         // Apple: wire formats, status codes, verifyReceipt client.
-        .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim", "UTCTime"]),
+        .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim", "UTCTime", "JSONWire"]),
         // The money: matching, crediting, alerts.
         .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability", "HTTP"]),
         // Faces.
-        .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability"]),
-        .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability", "COpenSSL"]),
+        .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability", "JSONWire"]),
+        .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability", "COpenSSL", "JSONWire"]),
         // The support console: a server-rendered web application (SPEC 10).
         .target(name: "SupportConsole", dependencies: ["Postgres", "HTTP", "Observability", "Queue", "Settlement", "COpenSSL"]),
         // Workloads the CLI runs but does not hold: the benchmarks and the demo's tour.
@@ -53,11 +55,12 @@ let package = Package(
         ),
         .target(name: "TestSupport", dependencies: ["Postgres", "EmbeddedPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "UTCTimeTests", dependencies: ["UTCTime"]),
+        .testTarget(name: "JSONWireTests", dependencies: ["JSONWire"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "AppleSim"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "TestSupport"]),
-        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP"]),
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP", "JSONWire"]),
         .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
         .testTarget(name: "SupportConsoleTests", dependencies: ["SupportConsole", "TestSupport", "EmbeddedPostgres", "HTTP", "Observability", "Postgres",

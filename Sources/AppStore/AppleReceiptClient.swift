@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import JSONWire
 
 /// Calls verifyReceipt and turns Apple's answer into a `ReceiptVerdict` (SPEC §5.1).
 /// One instance (one long-lived transport with its connection pool) serves all jobs of a process.
@@ -24,7 +25,7 @@ public final class AppleReceiptClient: Sendable {
     /// `attempt` is 1-based and counts this call; `maxAttempts` is the job's round size.
     public func verify(receiptData: String, attempt: Int, maxAttempts: Int) async -> ReceiptVerdict {
         let secret = configuration.sharedSecret.flatMap { $0.isEmpty ? nil : $0 }
-        let body = Self.encode(VerifyReceiptRequestBody(receiptData: receiptData, password: secret))
+        let body = VerifyReceiptRequestBody(receiptData: receiptData, password: secret).json
         let production = await post(body, to: .production)
         guard case .answer(let answer) = production else { return production.verdict! }
         if answer.status == AppleStatusCodes.sandboxReceiptSentToProduction {
@@ -79,7 +80,8 @@ public final class AppleReceiptClient: Sendable {
             let label = "http_\(response.status)"
             return (.failed(.retry(reason: label, appleStatus: response.status, retryAfter: retryAfter)), label)
         }
-        guard let answer = try? JSONDecoder().decode(VerifyReceiptResponseBody.self, from: Data(response.body)) else {
+        // Not JSON, or JSON without a usable status: Apple (or something in between) is not well.
+        guard let answer = (try? JSONValue.parse(response.body)).flatMap(VerifyReceiptResponseBody.init(json:)) else {
             return (.failed(.retry(reason: "malformed_response", appleStatus: nil, retryAfter: nil)), "malformed")
         }
         return (.answer(answer), AppleStatusCodes.resultLabel(answer.status))
@@ -130,12 +132,5 @@ public final class AppleReceiptClient: Sendable {
             return .rejected(outcome: .noPurchase, appleStatus: status, detail: "receipt lists no in-app purchase")
         }
         return .verified(VerifiedReceipt(bundleID: configuration.bundleID, environment: environment, transactions: transactions))
-    }
-
-    private static func encode(_ body: VerifyReceiptRequestBody) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
-        // Encoding strings and a bool cannot fail.
-        return (try? [UInt8](encoder.encode(body))) ?? []
     }
 }

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import JSONWire
 
 /// A receipt the simulator understands: base64 of this JSON. Real Apple receipts (PKCS#7) are not
 /// understood and get 21002, like any other garbage.
@@ -73,9 +74,9 @@ public struct SimReceipt: Codable, Sendable, Equatable {
 
     /// nil for anything that is not base64 of a `"sim":1` receipt.
     public static func parse(base64: String) -> SimReceipt? {
-        let text = base64.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty, let data = Data(base64Encoded: text),
-              let receipt = try? JSONDecoder().decode(SimReceipt.self, from: data), receipt.sim == 1 else { return nil }
+        let text = base64.trimmingWhitespace
+        guard !text.isEmpty, let data = Data(base64Encoded: text), let json = try? JSONValue.parse(data),
+              let receipt = try? SimReceipt(json: json), receipt.sim == 1 else { return nil }
         return receipt
     }
 

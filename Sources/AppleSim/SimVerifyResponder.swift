@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import JSONWire
 
 /// The fault-free part of the simulator: what Apple would answer to one verifyReceipt body.
 enum SimVerifyResponder {
@@ -14,7 +15,7 @@ enum SimVerifyResponder {
     }
 
     static func answer(_ requestBody: [UInt8], endpoint: Endpoint, sharedSecret: String?) -> Answer {
-        guard let request = try? JSONDecoder().decode(VerifyReceiptRequestBody.self, from: Data(requestBody)) else {
+        guard let request = (try? JSONValue.parse(requestBody)).flatMap(VerifyReceiptRequestBody.init(json:)) else {
             return statusOnly(21000)
         }
         guard let receipt = SimReceipt.parse(base64: request.receiptData) else { return statusOnly(21002) }
@@ -31,13 +32,13 @@ enum SimVerifyResponder {
             status: 0, environment: receipt.environment.rawValue,
             receipt: VerifyReceiptReceipt(bundleID: receipt.bundleID, inApp: entries))
         let cancelled = receipt.transactions.filter { $0.cancellationDateMs != nil }.map(\.transactionID)
-        return Answer(status: 0, body: encode(response),
+        return Answer(status: 0, body: response.json,
                       paid: receipt.transactions.filter { $0.cancellationDateMs == nil }.map(\.transactionID),
                       revoked: cancelled)
     }
 
     static func statusOnly(_ status: Int, environment: AppleEnvironment? = nil) -> Answer {
-        Answer(status: status, body: encode(VerifyReceiptResponseBody(status: status, environment: environment?.rawValue)))
+        Answer(status: status, body: VerifyReceiptResponseBody(status: status, environment: environment?.rawValue).json)
     }
 
     /// Apple's entry shape: every value a string.
@@ -50,11 +51,5 @@ enum SimVerifyResponder {
             cancellationDate: date(t.cancellationDateMs), cancellationDateMs: t.cancellationDateMs.map(String.init),
             cancellationReason: t.cancellationDateMs == nil ? nil : (t.cancellationReason ?? "0"),
             appAccountToken: t.appAccountToken)
-    }
-
-    static func encode(_ response: VerifyReceiptResponseBody) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? [UInt8](encoder.encode(response))) ?? Array(#"{"status":\#(response.status)}"#.utf8)
     }
 }

@@ -1,3 +1,5 @@
+import JSONWire
+
 /// Minimal JSON output for the API's small, fixed-shape responses: members keep the documented order.
 enum JSONText {
     enum Value {
@@ -7,43 +9,21 @@ enum JSONText {
     }
 
     static func object(_ members: KeyValuePairs<String, Value>) -> [UInt8] {
-        var out = "{"
-        for (position, member) in members.enumerated() {
-            if position > 0 { out += "," }
-            appendString(member.key, to: &out)
-            out += ":"
-            switch member.value {
-            case .string(nil): out += "null"
-            case .string(let text?): appendString(text, to: &out)
-            case .int(let number): out += String(number)
+        var writer = JSONWriter(reservingCapacity: 128)
+        writer.beginObject()
+        for (key, value) in members {
+            writer.key(key)
+            switch value {
+            case .string(nil): writer.null()
+            case .string(let text?): writer.string(text)
+            case .int(let number): writer.integer(number)
             case .strings(let items):
-                out += "["
-                for (i, item) in items.enumerated() {
-                    if i > 0 { out += "," }
-                    appendString(item, to: &out)
-                }
-                out += "]"
+                writer.beginArray()
+                for item in items { writer.string(item) }
+                writer.endArray()
             }
         }
-        out += "}"
-        return Array(out.utf8)
-    }
-
-    static func appendString(_ text: String, to out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
+        writer.endObject()
+        return writer.bytes
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import JSONWire
 import Postgres
 
 /// One row of a completion batch, ready for SQL.
@@ -83,11 +83,7 @@ public struct QueueStore: Sendable {
     /// still holds are touched. Its rows are the ids written (`writtenIDs`).
     func completionStatement(_ rows: [CompletionRow], workerID: String) -> PostgresStatement? {
         guard !rows.isEmpty else { return nil }
-        let transactionIDs: [String?] = rows.map { row in
-            guard !row.transactionIDs.isEmpty,
-                  let data = try? JSONSerialization.data(withJSONObject: row.transactionIDs) else { return nil }
-            return String(decoding: data, as: UTF8.self)
-        }
+        let transactionIDs: [String?] = rows.map { $0.transactionIDs.isEmpty ? nil : Self.jsonArray($0.transactionIDs) }
         return PostgresStatement(Self.completeSQL, [
             rows.map(\.id), rows.map(\.state), rows.map(\.outcome), rows.map(\.delaySeconds),
             rows.map { $0.appleStatus.map(Int64.init) }, rows.map(\.error), transactionIDs, workerID,
@@ -96,6 +92,15 @@ public struct QueueStore: Sendable {
 
     static func writtenIDs(_ rows: PostgresRows) throws -> Set<Int> {
         Set(try rows.map { try $0.decode(Int.self, at: 0) })
+    }
+
+    /// `["id1","id2"]`: the jsonb text of one row's transaction ids.
+    static func jsonArray(_ strings: [String]) -> String {
+        var writer = JSONWriter(reservingCapacity: 2 + strings.count * 24)
+        writer.beginArray()
+        for string in strings { writer.string(string) }
+        writer.endArray()
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 
     /// Marks claimed jobs finished with one outcome through the batch-completion statement

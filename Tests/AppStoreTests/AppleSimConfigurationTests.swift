@@ -62,6 +62,15 @@ final class AppleSimConfigurationTests: XCTestCase {
         XCTAssertEqual(SimReceipt.parse(base64: receipt.mint()), receipt)
         XCTAssertNil(SimReceipt.parse(base64: "not base64"))
         XCTAssertNil(SimReceipt.parse(base64: Data("{\"sim\":2}".utf8).base64EncodedString()))
+        XCTAssertEqual(SimReceipt.parse(base64: " \n" + receipt.mint() + "\r\n\t"), receipt, "surrounding whitespace is trimmed")
+        func parse(_ json: String) -> SimReceipt? { SimReceipt.parse(base64: Data(json.utf8).base64EncodedString()) }
+        let minimal = #"{"sim":1,"bundle_id":"b","environment":"Sandbox","transactions":[{"transaction_id":"1","product_id":"p"#
+        XCTAssertEqual(parse(minimal + #"","quantity":null}],"force_status":null}"#),
+                       SimReceipt(bundleID: "b", environment: .sandbox, transactions: [.init(transactionID: "1", productID: "p", purchaseDateMs: nil)]),
+                       "absent or null optional members")
+        XCTAssertNil(parse(minimal + #"","quantity":"2"}]}"#), "a member of the wrong type rejects the receipt")
+        XCTAssertNil(parse(#"{"sim":1,"bundle_id":"b","environment":"Staging","transactions":[]}"#), "an unknown environment too")
+        XCTAssertNil(parse(#"{"sim":1,"bundle_id":"b","transactions":[]}"#), "a required member missing")
         let json = try XCTUnwrap(Data(base64Encoded: receipt.mint()).flatMap { String(data: $0, encoding: .utf8) })
         for key in ["\"sim\":1", "\"bundle_id\":\"b\"", "\"environment\":\"Sandbox\"", "\"force_status\":21010", "\"transaction_id\":\"1\""] {
             XCTAssertTrue(json.contains(key), key)

@@ -20,10 +20,10 @@ public struct TransportBenchmark: Sendable {
         let simulator = AppleSimulator(configuration: AppleSimConfiguration(faults: AppleSimFaults(latency: SimLatency(.seconds(3)))))
         _ = try simulator.start()
         defer { Task { await simulator.shutdown() } }
-        let body = try JSONEncoder().encode(VerifyReceiptRequestBody(receiptData: SimReceipt(
-            bundleID: "com.example.bench", transactions: [.init(transactionID: "bench-1", productID: "coins_100")]).mint()))
+        let body = VerifyReceiptRequestBody(receiptData: SimReceipt(
+            bundleID: "com.example.bench", transactions: [.init(transactionID: "bench-1", productID: "coins_100")]).mint()).json
         let request = HTTPClientRequest(method: "POST", url: simulator.productionURL,
-                                        headers: [("Content-Type", "application/json")], body: [UInt8](body))
+                                        headers: [("Content-Type", "application/json")], body: body)
         BenchReport.line("transport", "setup", ["in_flight": "\(concurrency)", "apple_latency_s": "3",
                          "ceiling_per_s": BenchReport.figure(Double(concurrency) / 3), "seconds": BenchReport.figure(seconds)])
         let socket = try SocketHTTPTransport()
