@@ -27,8 +27,9 @@ public final class AppleSimulator: Sendable {
         self.serverAPI.addRoutes(to: &router)
         // Thousands of workers' connections can arrive in one burst (a wave of 3 s verifications
         // ending together); a short accept backlog would drop SYNs and add 1 s retransmits.
+        // Apple has no connection limit a worker could meet: room for any --in-flight asked of it.
         server = HTTPServer(configuration: HTTPServerConfiguration(host: configuration.host, port: configuration.port,
-                                                                   listenBacklog: 4096),
+                                                                   maxConnections: 50_000, listenBacklog: 4096),
                             router: router)
     }
 

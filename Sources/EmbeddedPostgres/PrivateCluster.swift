@@ -12,6 +12,8 @@ public final class PrivateCluster: Sendable {
         /// Throw-away data: skip fsync for speed. Benchmarks say so when they print figures.
         public var durable = false
         public var maxConnections = 300
+        /// pg_stat_statements loaded (benchmarks: where the server's time goes, statement by statement).
+        public var statementStatistics = false
         public init() {}
     }
 
@@ -97,6 +99,7 @@ public final class PrivateCluster: Sendable {
         if !options.durable {
             settings += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
         }
+        if options.statementStatistics { settings.append("-c shared_preload_libraries=pg_stat_statements") }
         return settings.joined(separator: " ")
     }
 

@@ -34,6 +34,7 @@ public struct QueueStore: Sendable {
             lease_expires_at = now() + make_interval(secs => $3)
         FROM picked WHERE j.id = picked.id
         RETURNING j.id, j.kind, j.user_id, j.order_id, j.product_id, j.payload, j.attempts, j.created_at, j.sweeps
+        -- receipt-worker: claim
         """
 
     /// Claims up to `limit` runnable jobs in one statement, oldest run_at first.
@@ -54,6 +55,7 @@ public struct QueueStore: Sendable {
         SELECT id FROM iap.jobs
         WHERE id = ANY($1::bigint[]) AND leased_by = $2 AND lease_expires_at > now()
         FOR UPDATE
+        -- receipt-worker: lease check
         """
 
     /// Inside the completion transaction: which of `ids` this worker still holds (now locked).
@@ -77,6 +79,7 @@ public struct QueueStore: Sendable {
              AS u(id, state, outcome, delay, apple_status, last_error, txids)
         WHERE j.id = u.id AND j.leased_by = $8 AND j.lease_expires_at > now()
         RETURNING j.id
+        -- receipt-worker: completion
         """
 
     /// A batch of results as one statement (nil for none); only jobs whose lease this worker

@@ -21,9 +21,13 @@ struct OrderRow: Sendable {
 struct SettlementStore: Sendable {
     static let lockTransactionsSQL = """
         SELECT count(pg_advisory_xact_lock(hashtextextended(t, 0))) FROM (SELECT DISTINCT t FROM unnest($1::text[]) AS t ORDER BY t) AS ids
+        -- receipt-worker: transaction locks
         """
 
-    static let ledgerSQL = "SELECT transaction_id, user_id, order_id FROM iap.credits WHERE transaction_id = ANY($1::text[])"
+    static let ledgerSQL = """
+        SELECT transaction_id, user_id, order_id FROM iap.credits WHERE transaction_id = ANY($1::text[])
+        -- receipt-worker: ledger read
+        """
 
     /// What a settlement batch reads first, in one round trip: the batch's Apple transactions
     /// locked (two jobs carrying one re-sent receipt, or support crediting by hand, are
@@ -70,6 +74,7 @@ struct SettlementStore: Sendable {
     /// The batch's job orders, locked in one statement (in order_id order, as every batch does).
     static let ordersByIDSQL = """
         SELECT order_id, user_id, product_id, status FROM iap.orders WHERE order_id = ANY($1::text[]) ORDER BY order_id FOR UPDATE
+        -- receipt-worker: job orders
         """
 
     func order(appAccountToken: UUID, on connection: PostgresConnection) async throws -> OrderRow? {
@@ -112,6 +117,7 @@ struct SettlementStore: Sendable {
         )
         SELECT iap.expect_rows('batch credit (ledger rows, orders)', cardinality($1::text[]),
                                (SELECT count(*) FROM ledger), (SELECT count(*) FROM paid))
+        -- receipt-worker: batch credit
         """
 
     /// The statement that writes `credits`; nil when there are none.

@@ -7,11 +7,12 @@ import Workloads
 /// removed when the command ends (also on Ctrl-C, and by a watchdog if we are killed).
 enum EmbeddedDatabase {
     static func withDatabase<T: Sendable>(
-        _ runtime: Runtime, durable: Bool = false, _ body: @Sendable (String, PrivateCluster?) async throws -> T
+        _ runtime: Runtime, durable: Bool = false, statementStatistics: Bool = false, _ body: @Sendable (String, PrivateCluster?) async throws -> T
     ) async throws -> T {
         if let url = runtime.options.string(Settings.databaseURL) { return try await body(url, nil) }
         var options = PrivateCluster.Options()
         options.durable = durable
+        options.statementStatistics = statementStatistics
         let cluster: PrivateCluster
         do {
             cluster = try await PrivateCluster.start(options)

@@ -103,7 +103,8 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
                                       onLeadershipChange: { leader.set($0 ? 1 : 0) })
         let endpoint = try OperationsEndpoint.start(listen: runtime.options.string(Settings.metricsListen), registry: registry,
                                                     ready: { worker.isHealthy }, logger: logger)
-        let gauges = DatabaseGauges.start(client: client, registry: registry, shouldSample: { maintenance.isLeader })
+        // Sampled only where something can be scraped: counting the queue costs the database.
+        let gauges = endpoint == nil ? nil : DatabaseGauges.start(client: client, registry: registry, shouldSample: { maintenance.isLeader })
         let signals = SignalWatcher()
         let signalTask = Task.detached {
             var count = 0
@@ -123,7 +124,7 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
         await worker.run()
         maintenance.stop()
         await maintenanceTask.value
-        gauges.cancel()
+        gauges?.cancel()
         signalTask.cancel()
         signals.cancel()
         if let endpoint { await endpoint.shutdown(grace: .seconds(1)) }

@@ -21,6 +21,12 @@ public struct AppleBenchmark: Sendable {
         let workerMicrosPerReceipt: Double
         /// nil with DATABASE_URL (the server's processes are not ours to read).
         let serverMicrosPerReceipt: Double?
+        /// Seconds from the enqueue's commit to the first and the last job finished.
+        let firstFinished: Double
+        let lastFinished: Double
+        let credited: Double
+        /// The statements that took most of PostgreSQL's time (empty without pg_stat_statements).
+        let statements: [StatementStatistics.Entry]
     }
 
     public func run() async throws -> Int32 {
@@ -40,6 +46,7 @@ public struct AppleBenchmark: Sendable {
                              "worker_cpu_us_per_receipt": BenchReport.figure(fast.workerMicrosPerReceipt),
                              "postgres_cpu_us_per_receipt": fast.serverMicrosPerReceipt.map(BenchReport.figure) ?? "n/a",
                              "worker_peak_rss_mb": BenchReport.figure(fast.rssMiB)])
+            report(fast, phase: "latency_0", claimLimit: min(256, 500))
 
             // At least twelve 3 s waves at 2,000 in flight: the first wave's connects and the last wave's
             // settlement are one-off costs that a short run would count as a large share of the throughput.
@@ -53,9 +60,28 @@ public struct AppleBenchmark: Sendable {
                              "worker_cpu_us_per_receipt": BenchReport.figure(slow.workerMicrosPerReceipt),
                              "postgres_cpu_us_per_receipt": slow.serverMicrosPerReceipt.map(BenchReport.figure) ?? "n/a",
                              "worker_peak_rss_mb": BenchReport.figure(slow.rssMiB)])
+            report(slow, phase: "latency_3s", claimLimit: min(inFlight, 500))
             await client.close()
             return 0
         }
+    }
+
+    /// Where the run's time went: when jobs finished, how large claims were and what they cost,
+    /// and PostgreSQL's time per receipt by statement.
+    private func report(_ measurement: Measurement, phase: String, claimLimit: Int) {
+        BenchReport.line("apple", phase + "_timeline", ["first_job_finished_s": String(format: "%.2f", measurement.firstFinished),
+                                                        "last_job_finished_s": String(format: "%.2f", measurement.lastFinished)])
+        guard !measurement.statements.isEmpty else { return }
+        if let claim = measurement.statements.first(where: { $0.label == "claim" }), claim.calls > 0, claim.rows > 0 {
+            BenchReport.line("apple", phase + "_claims", [
+                "claims": "\(claim.calls)", "jobs_per_claim": BenchReport.figure(Double(claim.rows) / Double(claim.calls)),
+                "claim_limit": "\(claimLimit)", "claim_us_per_job": BenchReport.figure(claim.milliseconds * 1000 / Double(claim.rows))])
+        }
+        // The setup's enqueue of every receipt in one statement is not the money path's cost.
+        let moneyPath = measurement.statements.filter { !$0.label.contains("enqueue") }
+        BenchReport.line("apple", phase + "_postgres_us_per_receipt", moneyPath.map { entry in
+            (entry.label.replacingOccurrences(of: " ", with: "_"), BenchReport.figure(entry.milliseconds * 1000 / max(1, measurement.credited)))
+        })
     }
 
     /// The same receipts' database writes as set-based SQL (`MoneyPathCeiling`).
@@ -87,10 +113,13 @@ public struct AppleBenchmark: Sendable {
             "WORKER_CONCURRENCY": "\(concurrency)", "CLAIM_BATCH": "\(claimBatch)", "APPLE_TIMEOUT_SECONDS": "10",
         ])
         try await Task.sleep(for: .milliseconds(500)) // the worker is up and listening before the burst
+        let statistics = StatementStatistics(client: client)
+        let counting = await statistics.reset()
         // One statement enqueues them all: the worker sees none before it commits, so the clock
         // and the CPU counters start there (the web tier's enqueue is not the money path's cost).
         try await paid.enqueue(client)
         let started = ContinuousClock.now
+        let enqueued = try await client.query("SELECT clock_timestamp()")[0].decode(Date.self, at: 0)
         let workerCPU = ResourceUsage.cpuSeconds(pid: worker)
         let serverCPU = postmaster.map { ResourceUsage.cpuSeconds(processTree: $0) }
         var peakRSS = 0.0
@@ -104,6 +133,10 @@ public struct AppleBenchmark: Sendable {
         let seconds = (ContinuousClock.now - started).seconds
         peakRSS = max(peakRSS, ResourceUsage.peakRSSMiB(pid: String(worker)))
         let credited = Double(try await credits(client) - before)
+        let statements = counting ? await statistics.top(8) : []
+        let finished = try await client.query("SELECT min(finished_at), max(finished_at) FROM iap.jobs WHERE finished_at >= $1", [enqueued])[0]
+        let firstFinished = try finished.decode(Date?.self, at: 0).map { $0.timeIntervalSince(enqueued) } ?? 0
+        let lastFinished = try finished.decode(Date?.self, at: 1).map { $0.timeIntervalSince(enqueued) } ?? 0
         let workerMicros = (ResourceUsage.cpuSeconds(pid: worker) - workerCPU) * 1e6 / max(1, credited)
         let serverMicros = serverCPU.flatMap { before in postmaster.map { (ResourceUsage.cpuSeconds(processTree: $0) - before) * 1e6 / max(1, credited) } }
         kill(worker, SIGTERM)
@@ -111,7 +144,8 @@ public struct AppleBenchmark: Sendable {
         waitpid(worker, &status, 0)
         await simulator.shutdown()
         return Measurement(rate: credited / seconds, rssMiB: peakRSS, workerMicrosPerReceipt: workerMicros,
-                           serverMicrosPerReceipt: serverMicros)
+                           serverMicrosPerReceipt: serverMicros, firstFinished: firstFinished, lastFinished: lastFinished,
+                           credited: credited, statements: statements)
     }
 
     private func hasUnfinishedJobs(_ client: PostgresClient) async throws -> Bool {

@@ -47,8 +47,13 @@ public enum ResourceUsage {
 /// One result line per measurement: `bench queue drain: drain_jobs_per_s=34353 processes=1 ...`.
 public enum BenchReport {
     public static func line(_ bench: String, _ name: String, _ fields: KeyValuePairs<String, String>) {
+        line(bench, name, fields.map { ($0.key, $0.value) })
+    }
+
+    /// Fields known only at run time, in the order given.
+    public static func line(_ bench: String, _ name: String, _ fields: [(String, String)]) {
         Console.print("bench \(bench) \(name): "
-                      + fields.map { "\($0.key)=\($0.value.contains(" ") ? "\"\($0.value)\"" : $0.value)" }.joined(separator: " "))
+                      + fields.map { "\($0.0)=\($0.1.contains(" ") ? "\"\($0.1)\"" : $0.1)" }.joined(separator: " "))
     }
 
     /// Whole numbers from 100 up, two decimals below.

@@ -41,7 +41,7 @@ enum BenchCommand {
             throw UsageError("unknown benchmark '\(name)' (benchmarks: \((workloads.keys.sorted() + ["transport"]).joined(separator: ", ")))")
         }
         let migrator = try MigrateCommand.loadMigrator(runtime)
-        return try await EmbeddedDatabase.withDatabase(runtime) { url, cluster in
+        return try await EmbeddedDatabase.withDatabase(runtime, statementStatistics: true) { url, cluster in
             try await workload(BenchContext(databaseURL: url, cluster: cluster, migrator: migrator, numbers: numbers,
                                             logger: runtime.logger, databasePoolSize: runtime.databasePoolSize))
         }
