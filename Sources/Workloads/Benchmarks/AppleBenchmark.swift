@@ -79,7 +79,7 @@ public struct AppleBenchmark: Sendable {
         }
         // The setup's enqueue of every receipt in one statement is not the money path's cost.
         let moneyPath = measurement.statements.filter { !$0.label.contains("enqueue") }
-        BenchReport.line("apple", phase + "_postgres_us_per_receipt", moneyPath.map { entry in
+        BenchReport.line("apple", phase + "_statement_time_us_per_receipt", moneyPath.map { entry in
             (entry.label.replacingOccurrences(of: " ", with: "_"), BenchReport.figure(entry.milliseconds * 1000 / max(1, measurement.credited)))
         })
     }
