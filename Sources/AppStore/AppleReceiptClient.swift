@@ -23,57 +23,86 @@ public final class AppleReceiptClient: Sendable {
     }
 
     /// `attempt` is 1-based and counts this call; `maxAttempts` is the job's round size.
+    // Every async frame on the way to the socket stays allocated while Apple takes its seconds, so
+    // the waiting path is kept to two small frames here: what runs before or after the wait is in
+    // synchronous functions kept out of line (inlined, their locals would join the frame).
     public func verify(receiptData: String, attempt: Int, maxAttempts: Int) async -> ReceiptVerdict {
-        let secret = configuration.sharedSecret.flatMap { $0.isEmpty ? nil : $0 }
-        let body = VerifyReceiptRequestBody(receiptData: receiptData, password: secret).json
+        let body = requestBody(receiptData)
         let production = await post(body, to: .production)
-        guard case .answer(let answer) = production else { return production.verdict! }
-        if answer.status == AppleStatusCodes.sandboxReceiptSentToProduction {
+        if case .answer(let answer) = production, answer.status == AppleStatusCodes.sandboxReceiptSentToProduction {
             guard configuration.allowSandbox else {
                 return .rejected(outcome: .sandboxRejected, appleStatus: answer.status,
                                  detail: "Apple status 21007: a sandbox receipt, and sandbox receipts are not allowed")
             }
-            let sandbox = await post(body, to: .sandbox)
-            guard case .answer(let sandboxAnswer) = sandbox else { return sandbox.verdict! }
-            return interpret(sandboxAnswer, from: .sandbox, attempt: attempt, maxAttempts: maxAttempts)
+            return conclude(await post(body, to: .sandbox), from: .sandbox, attempt: attempt, maxAttempts: maxAttempts)
         }
-        return interpret(answer, from: .production, attempt: attempt, maxAttempts: maxAttempts)
+        return conclude(production, from: .production, attempt: attempt, maxAttempts: maxAttempts)
     }
 
     // MARK: one exchange
 
-    private enum Exchange {
-        case answer(VerifyReceiptResponseBody)
-        case failed(ReceiptVerdict)
+    @inline(never)
+    private func requestBody(_ receiptData: String) -> [UInt8] {
+        let secret = configuration.sharedSecret.flatMap { $0.isEmpty ? nil : $0 }
+        return VerifyReceiptRequestBody(receiptData: receiptData, password: secret).json
+    }
 
-        var verdict: ReceiptVerdict? { if case .failed(let v) = self { v } else { nil } }
+    private enum Exchange {
+        /// Boxed: an answer inline would size every frame that holds an exchange.
+        indirect case answer(VerifyReceiptResponseBody)
+        case failed(ReceiptVerdict)
+    }
+
+    @inline(never)
+    private func conclude(_ exchange: Exchange, from endpoint: Endpoint, attempt: Int, maxAttempts: Int) -> ReceiptVerdict {
+        switch exchange {
+        case .answer(let answer): interpret(answer, from: endpoint, attempt: attempt, maxAttempts: maxAttempts)
+        case .failed(let verdict): verdict
+        }
     }
 
     private func post(_ body: [UInt8], to endpoint: Endpoint) async -> Exchange {
-        let url = endpoint == .production ? configuration.productionURL : configuration.sandboxURL
-        let request = HTTPClientRequest(method: "POST", url: url,
-                                        headers: [("Content-Type", "application/json"), ("Accept", "application/json")],
-                                        body: body)
-        let clock = ContinuousClock()
-        let started = clock.now
-        let (exchange, result) = await exchange(request)
-        let elapsed = started.duration(to: clock.now).components
-        observer.appleRequestFinished(endpoint: endpoint.rawValue, result: result,
+        let started = ContinuousClock.now
+        let result: Result<HTTPClientResponse, Error>
+        do {
+            result = .success(try await transport.send(request(body, to: endpoint), timeout: configuration.requestTimeout))
+        } catch {
+            result = .failure(error)
+        }
+        return observed(result, from: endpoint, after: started)
+    }
+
+    @inline(never)
+    private func request(_ body: [UInt8], to endpoint: Endpoint) -> HTTPClientRequest {
+        HTTPClientRequest(method: "POST", url: endpoint == .production ? configuration.productionURL : configuration.sandboxURL,
+                          headers: [("Content-Type", "application/json"), ("Accept", "application/json")], body: body)
+    }
+
+    /// The exchange, reported to the observer with its result label and duration.
+    @inline(never)
+    private func observed(_ result: Result<HTTPClientResponse, Error>, from endpoint: Endpoint,
+                          after started: ContinuousClock.Instant) -> Exchange {
+        let (exchange, label) = Self.exchange(result)
+        let elapsed = (ContinuousClock.now - started).components
+        observer.appleRequestFinished(endpoint: endpoint.rawValue, result: label,
                                       seconds: Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+        if case .success(let response) = result {
+            for name in ["Deprecation", "Sunset"] {
+                if let value = response.header(name) { observer.appleDeprecationNotice(header: name, value: value) }
+            }
+        }
         return exchange
     }
 
     /// The exchange plus the observer's result label.
-    private func exchange(_ request: HTTPClientRequest) async -> (Exchange, String) {
+    @inline(never)
+    private static func exchange(_ result: Result<HTTPClientResponse, Error>) -> (Exchange, String) {
         let response: HTTPClientResponse
-        do {
-            response = try await transport.send(request, timeout: configuration.requestTimeout)
-        } catch {
+        switch result {
+        case .success(let received): response = received
+        case .failure(let error):
             let (reason, label) = AppleTransport.describe(error)
             return (.failed(.retry(reason: reason, appleStatus: nil, retryAfter: nil)), label)
-        }
-        for name in ["Deprecation", "Sunset"] {
-            if let value = response.header(name) { observer.appleDeprecationNotice(header: name, value: value) }
         }
         guard response.status == 200 else {
             let retryAfter = [429, 503].contains(response.status) ? RetryAfter.parse(response.header("Retry-After")) : nil

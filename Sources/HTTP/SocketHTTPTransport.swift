@@ -44,26 +44,43 @@ public final class SocketHTTPTransport: HTTPTransport {
         await core.loop.waitUntilExited()
     }
 
+    // Everything up to the socket is prepared in `exchange(for:timeout:)`, whose frame is gone by the
+    // time the request waits: what waits (thousands of requests at a time) is the small frame of
+    // `perform`, holding one reference.
     public func send(_ request: HTTPClientRequest, timeout: Duration) async throws -> HTTPClientResponse {
+        try await perform(try await exchange(for: request, timeout: timeout))
+    }
+
+    private func exchange(for request: HTTPClientRequest, timeout: Duration) async throws -> ClientExchange {
         let deadline = monotonicNanos() &+ timeout.nanoseconds
         let (host, port, secure) = try Self.endpoint(request.url)
-        let bytes = try Self.serialize(request, host: host, port: port, defaultPort: secure ? 443 : 80)
-        let address = try await resolve(host: host, port: port)
-        let id = nextID.withLock { $0 += 1; return $0 }
-        let cancelled = Locked(false)
+        let head = try Self.serializeHead(request, host: host, port: port, defaultPort: secure ? 443 : 80)
+        // A numeric host (apple-sim, tests) never calls the async resolver: its frame would stay in
+        // the task's allocator for the rest of the request.
+        let address: SocketAddress
+        if let numeric = SocketAddress(numericHost: host, port: port) {
+            address = numeric
+        } else {
+            address = try await resolve(name: host, port: port)
+        }
+        return ClientExchange(id: nextID.withLock { $0 += 1; return $0 }, key: "\(secure ? "https" : "http")://\(host):\(port)",
+                              address: address, tlsHost: secure ? host : nil, head: head, body: request.body,
+                              isHead: request.method == "HEAD", deadline: deadline)
+    }
+
+    private func perform(_ exchange: ClientExchange) async throws -> HTTPClientResponse {
         let core = self.core
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPClientResponse, Error>) in
-                let exchange = ClientExchange(id: id, key: "\(secure ? "https" : "http")://\(host):\(port)", address: address,
-                                              tlsHost: secure ? host : nil, bytes: bytes,
-                                              isHead: request.method == "HEAD", deadline: deadline,
-                                              cancelled: cancelled, continuation: continuation)
-                let posted = core.loop.execute { core.start(exchange) }
-                if !posted { continuation.resume(throwing: HTTPClientError.connectionFailed("transport is shut down")) }
+                // Set before the exchange is posted: the loop thread sees it through the post.
+                exchange.continuation = continuation
+                if !core.loop.execute({ core.start(exchange) }) {
+                    exchange.finish(.failure(.connectionFailed("transport is shut down")))
+                }
             }
         } onCancel: {
-            cancelled.withLock { $0 = true }  // seen by `start` if cancellation wins the race
-            core.loop.execute { core.cancel(id) }
+            exchange.cancelled.withLock { $0 = true }  // seen by `start` if cancellation wins the race
+            core.loop.execute { core.cancel(exchange.id) }
         }
     }
 
@@ -78,7 +95,8 @@ public final class SocketHTTPTransport: HTTPTransport {
         return (host, url.port ?? (secure ? 443 : 80), secure)
     }
 
-    static func serialize(_ request: HTTPClientRequest, host: String, port: Int, defaultPort: Int = 80) throws -> [UInt8] {
+    /// The request line and headers; the body goes out from the caller's own buffer after them.
+    static func serializeHead(_ request: HTTPClientRequest, host: String, port: Int, defaultPort: Int = 80) throws -> [UInt8] {
         let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
         var target = components?.percentEncodedPath ?? "/"
         if target.isEmpty { target = "/" }
@@ -105,13 +123,12 @@ public final class SocketHTTPTransport: HTTPTransport {
             text += "Content-Length: \(request.body.count)\r\n"
         }
         text += "\r\n"
-        return Array(text.utf8) + request.body
+        return Array(text.utf8)
     }
 
-    /// Numeric hosts are parsed in place; names are resolved off the cooperative pool and cached
-    /// briefly so pooled requests do not pay a lookup each.
-    private func resolve(host: String, port: Int) async throws -> SocketAddress {
-        if let numeric = SocketAddress(numericHost: host, port: port) { return numeric }
+    /// Names are resolved off the cooperative pool and cached briefly so pooled requests do not
+    /// pay a lookup each.
+    private func resolve(name host: String, port: Int) async throws -> SocketAddress {
         let key = "\(host):\(port)"
         let now = monotonicNanos()
         if let hit = dnsCache.withLock({ $0[key] }), hit.expires > now { return hit.address }
@@ -128,25 +145,27 @@ final class ClientExchange: @unchecked Sendable {
     let address: SocketAddress
     /// The host name TLS checks the certificate against; nil for plain http.
     let tlsHost: String?
-    let bytes: [UInt8]
+    let head: [UInt8]
+    /// The caller's body, shared, not copied: a receipt is in memory once per request in flight.
+    let body: [UInt8]
     let isHead: Bool
     let deadline: UInt64
-    let cancelled: Locked<Bool>
-    private var continuation: CheckedContinuation<HTTPClientResponse, Error>?
+    /// Set by a cancelled caller on its own thread; read by `start` on the loop.
+    let cancelled = Locked(false)
+    /// Set once by `perform`, before the exchange is posted to the loop.
+    var continuation: CheckedContinuation<HTTPClientResponse, Error>?
     var connection: ClientConnection?
     var retried = false
 
-    init(id: UInt64, key: String, address: SocketAddress, tlsHost: String?, bytes: [UInt8], isHead: Bool, deadline: UInt64,
-         cancelled: Locked<Bool>, continuation: CheckedContinuation<HTTPClientResponse, Error>) {
+    init(id: UInt64, key: String, address: SocketAddress, tlsHost: String?, head: [UInt8], body: [UInt8], isHead: Bool, deadline: UInt64) {
         self.id = id
         self.key = key
         self.address = address
         self.tlsHost = tlsHost
-        self.bytes = bytes
+        self.head = head
+        self.body = body
         self.isHead = isHead
         self.deadline = deadline
-        self.cancelled = cancelled
-        self.continuation = continuation
     }
 
     /// Resumes the caller exactly once.
@@ -172,8 +191,7 @@ final class ClientConnection {
     var closed = false
     var reused = false
     var interest: UInt32 = 0
-    var out: [UInt8] = []
-    var outOffset = 0
+    var out = OutgoingBytes()
     var parser = HTTPResponseParser(isHeadRequest: false, maxBodyBytes: 0)
     var exchange: ClientExchange?
     var idleSince: UInt64 = 0
@@ -185,7 +203,35 @@ final class ClientConnection {
     }
 
     /// Request bytes still to reach the socket, in plain or encrypted form.
-    var hasUnsentBytes: Bool { !out.isEmpty || cipherOffset < cipherOut.count }
+    var hasUnsentBytes: Bool { out.hasUnsent || cipherOffset < cipherOut.count }
+}
+
+/// A request on its way out: our head and the caller's body kept apart, so the body is sent from
+/// the caller's buffer rather than from a copy behind the head.
+struct OutgoingBytes {
+    private(set) var head: [UInt8] = []
+    private(set) var body: [UInt8] = []
+    private var sent = 0
+
+    init() {}
+    init(head: [UInt8], body: [UInt8]) {
+        self.head = head
+        self.body = body
+    }
+
+    var hasUnsent: Bool { sent < head.count + body.count }
+
+    mutating func markSent(_ count: Int) { sent += count }
+
+    /// What is left of the head and of the body (either may be empty).
+    func withUnsent<T>(_ work: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> T) -> T {
+        let headStart = min(sent, head.count), bodyStart = max(0, sent - head.count)
+        return head.withUnsafeBytes { head in
+            body.withUnsafeBytes { body in
+                work(UnsafeRawBufferPointer(rebasing: head[headStart...]), UnsafeRawBufferPointer(rebasing: body[bodyStart...]))
+            }
+        }
+    }
 }
 
 /// The client's loop-thread side: pool, connects, writes, parsing, deadlines.
@@ -265,8 +311,7 @@ final class ClientCore: @unchecked Sendable {
     private func attach(_ conn: ClientConnection, _ exchange: ClientExchange) {
         conn.exchange = exchange
         exchange.connection = conn
-        conn.out = exchange.bytes
-        conn.outOffset = 0
+        conn.out = OutgoingBytes(head: exchange.head, body: exchange.body)
         conn.parser = HTTPResponseParser(isHeadRequest: exchange.isHead, maxBodyBytes: config.maxResponseBodyBytes)
     }
 
@@ -306,13 +351,27 @@ final class ClientCore: @unchecked Sendable {
 
     private func flush(_ conn: ClientConnection) {
         if let tls = conn.tls { return flushTLS(conn, tls) }
-        guard send(conn, conn.out, from: &conn.outOffset) else { return }
-        if conn.outOffset == conn.out.count { conn.out = []; conn.outOffset = 0 }
+        guard sendRequest(conn) else { return }
+        if !conn.out.hasUnsent { conn.out = OutgoingBytes() }
         // Read all along: a server may answer (413, 400) before taking the whole body.
-        setInterest(conn, EventLoop.readable | (conn.out.isEmpty ? 0 : EventLoop.writable))
+        setInterest(conn, EventLoop.readable | (conn.out.hasUnsent ? EventLoop.writable : 0))
     }
 
-    /// Sends `bytes[offset...]` as far as the socket takes it now; false when the connection
+    /// The plain request's head and body as far as the socket takes them now (one sendmsg for
+    /// both); false when the connection broke (already handled: retried or failed).
+    private func sendRequest(_ conn: ClientConnection) -> Bool {
+        while conn.out.hasUnsent {
+            let n = conn.out.withUnsent { Socket.send(conn.fd, $0, $1) }
+            if n > 0 { conn.out.markSent(n); continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && Socket.isWouldBlock(errno) { break }
+            connectionBroke(conn)
+            return false
+        }
+        return true
+    }
+
+    /// Sends ciphertext `bytes[offset...]` as far as the socket takes it now; false when the connection
     /// broke (already handled: retried or failed).
     private func send(_ conn: ClientConnection, _ bytes: [UInt8], from offset: inout Int) -> Bool {
         while offset < bytes.count {
@@ -399,11 +458,11 @@ final class ClientCore: @unchecked Sendable {
 
     /// Encrypts what is left of the request, then sends ciphertext as far as the socket takes it.
     private func flushTLS(_ conn: ClientConnection, _ tls: TLSSession) {
-        if conn.outOffset < conn.out.count {
-            let failure = conn.out.withUnsafeBytes { tls.encrypt(UnsafeRawBufferPointer(rebasing: $0[conn.outOffset...])) }
+        if conn.out.hasUnsent {
+            // encrypt(_:) of an empty buffer is a no-op that reports no failure.
+            let failure = conn.out.withUnsent { head, body in tls.encrypt(head) ?? tls.encrypt(body) }
             if let failure { return tlsFailed(conn, failure) }
-            conn.out = []
-            conn.outOffset = 0
+            conn.out = OutgoingBytes()
             conn.cipherOut += tls.takeCiphertext()
         }
         sendCiphertext(conn)
@@ -483,13 +542,12 @@ final class ClientCore: @unchecked Sendable {
     }
 
     private func park(_ conn: ClientConnection) {
-        var list = idle[conn.key, default: []]
-        guard list.count < config.maxIdleConnectionsPerHost else { return close(conn) }
+        guard idle[conn.key, default: []].count < config.maxIdleConnectionsPerHost else { return close(conn) }
         conn.state = .idle
         conn.idleSince = monotonicNanos()
         setInterest(conn, EventLoop.readable)
-        list.append(conn)
-        idle[conn.key] = list
+        // Appended in place: a copy of the list here copied thousands of pooled connections per response.
+        idle[conn.key, default: []].append(conn)
         loop.noteDeadline(conn.idleSince + idleTimeout)
     }
 

@@ -70,6 +70,26 @@ enum Socket {
         #endif
     }
 
+    /// Sends two buffers in one call (one segment on the wire when both fit), without raising SIGPIPE.
+    static func send(_ fd: Int32, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Int {
+        if second.isEmpty { return send(fd, first) }
+        if first.isEmpty { return send(fd, second) }
+        #if canImport(Glibc)
+        var vectors = (iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+                       iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count))
+        return withUnsafeMutablePointer(to: &vectors) { pair in
+            pair.withMemoryRebound(to: iovec.self, capacity: 2) { vector in
+                var message = msghdr()
+                message.msg_iov = vector
+                message.msg_iovlen = 2
+                return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+            }
+        }
+        #else
+        return send(fd, first)  // a short send: the caller sends the rest
+        #endif
+    }
+
     static func isWouldBlock(_ code: Int32) -> Bool { code == EAGAIN || code == EWOULDBLOCK }
 }
 

@@ -113,6 +113,9 @@ public final class Maintenance: Sendable {
         guard reportedLeader.exchange(leading, ordering: .acquiringAndReleasing) != leading else { return leading }
         if leading {
             logger.notice("maintenance_leader", ["tasks": .string(tasks.map(\.name).joined(separator: ",")), "ttl": .double(ttl)])
+        } else if stopped.load(ordering: .acquiring) {
+            // A clean stop hands the lease back; nothing was lost that on-call should look at.
+            logger.notice("maintenance_resigned", [:])
         } else {
             logger.warning("maintenance_leadership_lost", [:])
         }

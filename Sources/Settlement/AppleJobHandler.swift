@@ -11,22 +11,19 @@ public enum SettlementWork: Sendable {
     case transactions(VerifiedReceipt)
     /// Apple says our configuration is wrong (21004): not the buyer's fault, a human must act.
     case configError(appleStatus: Int, detail: String)
-    /// A verified App Store Server Notification.
-    case notification(NotificationWork)
+    /// A verified App Store Server Notification. Boxed (indirect), like the refund answer below:
+    /// inline, the largest case sized every verification, and every async frame that holds one
+    /// stays allocated while the job waits for Apple (SPEC 5's in-flight memory).
+    indirect case notification(NotificationWork)
     /// A refund request answered (or not, and why), to record with the job.
-    case consumption(ConsumptionWork)
+    indirect case consumption(ConsumptionWork)
 }
 
 /// The Apple verifier the queue runs: verifyReceipt outside any transaction, then
 /// matching and crediting inside the completion transaction.
 public struct AppleJobHandler: JobHandler {
-    let receipts: AppleReceiptClient
-    let signedData: StoreKitSignedDataVerifier
-    /// App Store Server API (Get Transaction Info) for transaction_id jobs; nil without credentials.
-    let serverAPI: AppStoreServerAPIClient?
-    /// Answers `consumption` jobs (SPEC 9.2); nil where none are expected (they then wait, flagged stuck).
-    let consumption: ConsumptionResponder?
-    let maxAttempts: Int
+    /// What asks Apple: a reference, so the frames that wait for Apple hold a pointer, not the handler.
+    let verifier: JobVerifier
     let settler: TransactionSettler
     let notifications: NotificationSettler
     let store = SettlementStore()
@@ -40,12 +37,9 @@ public struct AppleJobHandler: JobHandler {
     public init(receipts: AppleReceiptClient, signedData: StoreKitSignedDataVerifier, serverAPI: AppStoreServerAPIClient? = nil,
                 consumption: ConsumptionResponder? = nil, maxAttempts: Int, alerts: AlertRecorder, metrics: SettlementMetrics,
                 logger: Logger) {
-        self.receipts = receipts
-        self.signedData = signedData
-        self.serverAPI = serverAPI
-        self.consumption = consumption
+        verifier = JobVerifier(receipts: receipts, signedData: signedData, serverAPI: serverAPI, consumption: consumption,
+                               maxAttempts: maxAttempts)
         consumptionSettler = ConsumptionSettler(alerts: alerts)
-        self.maxAttempts = maxAttempts
         self.alerts = alerts
         self.metrics = metrics
         self.logger = logger
@@ -53,107 +47,9 @@ public struct AppleJobHandler: JobHandler {
         notifications = NotificationSettler(transactions: settler, alerts: alerts)
     }
 
-    // Each kind is its own function, kept out of line: an async function's frame is allocated
-    // for the whole task while it waits, and one that held every kind's locals cost ~10 KB per
-    // in-flight job (100 MB at 10,000 in flight). Now a job pays only for its own kind's path.
+    /// Apple's answer for one job, outside any transaction (it may take seconds).
     public func verify(_ job: ClaimedJob) async -> Verification<SettlementWork> {
-        switch job.kind {
-        case "receipt": return await verifyReceipt(job)
-        case "signed_transaction": return await verifySignedTransactionJob(job)
-        case "transaction_id": return await verifyTransactionID(job)
-        case "notification": return verifyNotification(job)
-        case "consumption": return await answerConsumption(job)
-        default:
-            // Kinds this build cannot verify wait (and are swept, then flagged stuck) rather than being lost.
-            return .decided(.retry("kind_not_supported", error: "no verifier for kind \(job.kind) in this build"))
-        }
-    }
-
-    @inline(never)
-    private func verifyReceipt(_ job: ClaimedJob) async -> Verification<SettlementWork> {
-        switch await receipts.verify(receiptData: job.payload, attempt: job.attempts, maxAttempts: maxAttempts) {
-        case .verified(let receipt):
-            return .settle(.transactions(receipt))
-        case .retry(let reason, let status, let retryAfter):
-            return .decided(.retry(reason, notBefore: retryAfter, appleStatus: status))
-        case .rejected(let outcome, let status, let detail):
-            return .decided(.finish(.failed, outcome.rawValue, appleStatus: status, error: detail))
-        case .configError(let status, let detail):
-            return .settle(.configError(appleStatus: status, detail: detail))
-        }
-    }
-
-    @inline(never)
-    private func verifySignedTransactionJob(_ job: ClaimedJob) async -> Verification<SettlementWork> {
-        let local = verifySignedTransaction(job.payload)
-        // With API credentials, Apple's own current copy of the transaction is the one settled
-        // (it carries a refund the app's copy may not know about yet).
-        guard let serverAPI, case .settle(.transactions(let receipt)) = local,
-              let id = receipt.transactions.first?.transactionID else { return local }
-        return await fetchTransaction(id, from: serverAPI)
-    }
-
-    @inline(never)
-    private func verifyTransactionID(_ job: ClaimedJob) async -> Verification<SettlementWork> {
-        guard let serverAPI else {
-            return .settle(.configError(appleStatus: 0, detail: "transaction_id jobs need App Store Server API credentials "
-                                        + "(APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, APPSTORE_PRIVATE_KEY_FILE)"))
-        }
-        return await fetchTransaction(job.payload, from: serverAPI)
-    }
-
-    @inline(never)
-    private func verifyNotification(_ job: ClaimedJob) -> Verification<SettlementWork> {
-        do {
-            let verified = try signedData.verifyNotification(job.payload)
-            let payload = verified.payload
-            return .settle(.notification(NotificationWork(
-                uuid: payload.notificationUUID.flatMap(UUID.init(uuidString:)), type: payload.notificationType ?? "UNKNOWN",
-                subtype: payload.subtype, transaction: verified.transaction?.transaction, signedDate: payload.signedDate,
-                consumptionRequestReason: payload.data?.consumptionRequestReason)))
-        } catch {
-            if error.reason == .appIDMismatch && signedData.configuration.appAppleID == nil {
-                // Not Apple's fault nor the buyer's: we cannot check production notifications without our app id.
-                return .settle(.configError(appleStatus: 0, detail: "APPLE_APP_ID is not set: production notifications cannot be verified"))
-            }
-            return .decided(.finish(.failed, error.outcome, error: error.description))
-        }
-    }
-
-    @inline(never)
-    private func answerConsumption(_ job: ClaimedJob) async -> Verification<SettlementWork> {
-        guard let consumption else {
-            return .decided(.retry("kind_not_supported", error: "this worker has no consumption responder (database client) configured"))
-        }
-        return await consumption.answer(job)
-    }
-
-    /// Get Transaction Info, then the same local verification as a signed transaction.
-    private func fetchTransaction(_ transactionID: String, from serverAPI: AppStoreServerAPIClient) async -> Verification<SettlementWork> {
-        switch await serverAPI.getTransactionInfo(transactionID: transactionID) {
-        case .found(let signedTransactionInfo, _):
-            return verifySignedTransaction(signedTransactionInfo)
-        case .notFound(let detail):
-            return .decided(.finish(.failed, "no_purchase", error: detail))
-        case .retry(let reason, let status, let retryAfter):
-            return .decided(.retry(reason, notBefore: retryAfter, appleStatus: status))
-        case .rejected(let reason, let status, let detail):
-            return .decided(.finish(.failed, "invalid_receipt", appleStatus: status, error: "\(reason): \(detail)"))
-        case .configError(let status, let detail):
-            return .settle(.configError(appleStatus: status, detail: detail))
-        }
-    }
-
-    /// A StoreKit 2 transaction JWS, verified locally, then settled like a receipt's transaction.
-    private func verifySignedTransaction(_ jws: String) -> Verification<SettlementWork> {
-        do {
-            let verified = try signedData.verifyTransaction(jws)
-            return .settle(.transactions(VerifiedReceipt(bundleID: signedData.configuration.bundleID,
-                                                         environment: verified.transaction.environment,
-                                                         transactions: [verified.transaction])))
-        } catch {
-            return .decided(.finish(.failed, error.outcome, error: error.description))
-        }
+        await verifier.verify(job)
     }
 
     public func settle(_ items: [SettlementItem<SettlementWork>], on connection: PostgresConnection) async throws -> SettledBatch {

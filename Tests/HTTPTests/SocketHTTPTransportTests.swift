@@ -37,6 +37,31 @@ final class SocketHTTPTransportTests: XCTestCase {
         await server.shutdown(grace: .seconds(1))
     }
 
+    func testLargeBodyGoesOutWholeBehindTheHead() async throws {
+        // Larger than the socket buffers: head and body leave in several partial sends.
+        let server = try makeServer()
+        let transport = try SocketHTTPTransport()
+        let body = (0..<3_000_000).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+        let response = try await transport.send(HTTPClientRequest(method: "POST", url: url(server.port, "/big"), body: body),
+                                                timeout: .seconds(10))
+        XCTAssertEqual(response.body, Array("POST /big ".utf8) + body)
+        await transport.shutdown()
+        await server.shutdown(grace: .seconds(1))
+    }
+
+    func testOutgoingBytesContinueAcrossTheHeadAndBodyBoundary() {
+        var out = OutgoingBytes(head: Array("HEAD".utf8), body: Array("body".utf8))
+        var sent: [UInt8] = []
+        for step in [3, 2, 1, 2] {
+            XCTAssertTrue(out.hasUnsent)
+            out.withUnsent { head, body in sent += Array((Array(head) + Array(body)).prefix(step)) }
+            out.markSent(step)
+        }
+        XCTAssertFalse(out.hasUnsent)
+        XCTAssertEqual(String(decoding: sent, as: UTF8.self), "HEADbody")
+        XCTAssertFalse(OutgoingBytes().hasUnsent)
+    }
+
     func testDecodesChunkedResponseSentInPieces() async throws {
         let server = try RawServer(script: { socket in
             _ = try socket.readRequest()

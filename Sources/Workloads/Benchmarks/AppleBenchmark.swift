@@ -21,8 +21,11 @@ public struct AppleBenchmark: Sendable {
         let workerMicrosPerReceipt: Double
         /// nil with DATABASE_URL (the server's processes are not ours to read).
         let serverMicrosPerReceipt: Double?
-        /// Seconds from the enqueue's commit to the first and the last job finished.
+        /// Seconds from the enqueue's commit to the first job finished, to the end of the first
+        /// window (as many jobs finished as run at once: it tells how long filling the slots took)
+        /// and to the last.
         let firstFinished: Double
+        let firstWindowFinished: Double
         let lastFinished: Double
         let credited: Double
         /// The statements that took most of PostgreSQL's time (empty without pg_stat_statements).
@@ -70,6 +73,7 @@ public struct AppleBenchmark: Sendable {
     /// and PostgreSQL's time per receipt by statement.
     private func report(_ measurement: Measurement, phase: String, claimLimit: Int) {
         BenchReport.line("apple", phase + "_timeline", ["first_job_finished_s": String(format: "%.2f", measurement.firstFinished),
+                                                        "first_window_finished_s": String(format: "%.2f", measurement.firstWindowFinished),
                                                         "last_job_finished_s": String(format: "%.2f", measurement.lastFinished)])
         guard !measurement.statements.isEmpty else { return }
         if let claim = measurement.statements.first(where: { $0.label == "claim" }), claim.calls > 0, claim.rows > 0 {
@@ -137,6 +141,9 @@ public struct AppleBenchmark: Sendable {
         let finished = try await client.query("SELECT min(finished_at), max(finished_at) FROM iap.jobs WHERE finished_at >= $1", [enqueued])[0]
         let firstFinished = try finished.decode(Date?.self, at: 0).map { $0.timeIntervalSince(enqueued) } ?? 0
         let lastFinished = try finished.decode(Date?.self, at: 1).map { $0.timeIntervalSince(enqueued) } ?? 0
+        let window = try await client.query("SELECT finished_at FROM iap.jobs WHERE finished_at >= $1 ORDER BY finished_at OFFSET $2 LIMIT 1",
+                                            [enqueued, min(concurrency, count) - 1])
+        let firstWindowFinished = try window.first?.decode(Date?.self, at: 0).map { $0.timeIntervalSince(enqueued) } ?? 0
         let workerMicros = (ResourceUsage.cpuSeconds(pid: worker) - workerCPU) * 1e6 / max(1, credited)
         let serverMicros = serverCPU.flatMap { before in postmaster.map { (ResourceUsage.cpuSeconds(processTree: $0) - before) * 1e6 / max(1, credited) } }
         kill(worker, SIGTERM)
@@ -144,7 +151,7 @@ public struct AppleBenchmark: Sendable {
         waitpid(worker, &status, 0)
         await simulator.shutdown()
         return Measurement(rate: credited / seconds, rssMiB: peakRSS, workerMicrosPerReceipt: workerMicros,
-                           serverMicrosPerReceipt: serverMicros, firstFinished: firstFinished, lastFinished: lastFinished,
+                           serverMicrosPerReceipt: serverMicros, firstFinished: firstFinished, firstWindowFinished: firstWindowFinished, lastFinished: lastFinished,
                            credited: credited, statements: statements)
     }
 
