@@ -360,24 +360,24 @@ final class ClientCore: @unchecked Sendable {
     /// The plain request's head and body as far as the socket takes them now (one sendmsg for
     /// both); false when the connection broke (already handled: retried or failed).
     private func sendRequest(_ conn: ClientConnection) -> Bool {
-        while conn.out.hasUnsent {
-            let n = conn.out.withUnsent { Socket.send(conn.fd, $0, $1) }
-            if n > 0 { conn.out.markSent(n); continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && Socket.isWouldBlock(errno) { break }
-            connectionBroke(conn)
-            return false
-        }
-        return true
+        sendAvailable(conn, pending: { conn.out.hasUnsent }, attempt: { conn.out.withUnsent { Socket.send(conn.fd, $0, $1) } },
+                      sent: { conn.out.markSent($0) })
     }
 
     /// Sends ciphertext `bytes[offset...]` as far as the socket takes it now; false when the connection
     /// broke (already handled: retried or failed).
     private func send(_ conn: ClientConnection, _ bytes: [UInt8], from offset: inout Int) -> Bool {
-        while offset < bytes.count {
-            let start = offset
-            let n = bytes.withUnsafeBytes { Socket.send(conn.fd, UnsafeRawBufferPointer(rebasing: $0[start...])) }
-            if n > 0 { offset += n; continue }
+        sendAvailable(conn, pending: { offset < bytes.count },
+                      attempt: { bytes.withUnsafeBytes { Socket.send(conn.fd, UnsafeRawBufferPointer(rebasing: $0[offset...])) } },
+                      sent: { offset += $0 })
+    }
+
+    /// The one send loop: `attempt` sends what is left (send(2)'s result) until nothing is pending or
+    /// the socket would block; a broken connection is handled here and reported as false.
+    private func sendAvailable(_ conn: ClientConnection, pending: () -> Bool, attempt: () -> Int, sent: (Int) -> Void) -> Bool {
+        while pending() {
+            let n = attempt()
+            if n > 0 { sent(n); continue }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && Socket.isWouldBlock(errno) { break }
             connectionBroke(conn)

@@ -22,7 +22,7 @@ public enum SettlementWork: Sendable {
 /// The Apple verifier the queue runs: verifyReceipt outside any transaction, then
 /// matching and crediting inside the completion transaction.
 public struct AppleJobHandler: JobHandler {
-    /// What asks Apple: a reference, so the frames that wait for Apple hold a pointer, not the handler.
+    /// What asks Apple (outside any transaction).
     let verifier: JobVerifier
     let settler: TransactionSettler
     let notifications: NotificationSettler

@@ -3,11 +3,8 @@ import Foundation
 import Queue
 
 /// Verifies one job of any kind with Apple (or locally, for signed data): the part of the handler
-/// that runs outside any transaction and may wait seconds.
-///
-/// A final class on purpose: every async frame on the way to Apple stays allocated while the job
-/// waits, 10,000 of them at 10,000 in flight, and a frame of a method on the handler struct held
-/// a copy of the whole handler (~500 bytes each).
+/// that runs outside any transaction and may wait seconds, apart from the settlement that runs
+/// inside the completion transaction.
 final class JobVerifier: Sendable {
     let receipts: AppleReceiptClient
     let signedData: StoreKitSignedDataVerifier
@@ -29,7 +26,6 @@ final class JobVerifier: Sendable {
     // Each kind is its own function, kept out of line: an async function's frame is allocated
     // for the whole task while it waits, and one that held every kind's locals cost ~10 KB per
     // in-flight job (100 MB at 10,000 in flight). Now a job pays only for its own kind's path.
-    @inline(never)
     func verify(_ job: ClaimedJob) async -> Verification<SettlementWork> {
         switch JobKind(job.kind) {
         case .receipt: return await verifyReceipt(job)
@@ -45,7 +41,6 @@ final class JobVerifier: Sendable {
     private enum JobKind: String {
         case receipt, signedTransaction = "signed_transaction", transactionID = "transaction_id", notification, consumption
 
-        @inline(never)
         init?(_ kind: String) { self.init(rawValue: kind) }
     }
 
