@@ -4,7 +4,12 @@ import Foundation
 struct Deadline: Sendable {
     let uptimeNanoseconds: UInt64
 
+    /// An infinite (or absurdly long) span is no deadline at all (`migrate`'s statements).
     init(secondsFromNow seconds: Double) {
+        guard seconds.isFinite, seconds < 1e9 else {
+            uptimeNanoseconds = .max
+            return
+        }
         uptimeNanoseconds = DispatchTime.now().uptimeNanoseconds &+ UInt64(max(0, seconds) * 1e9)
     }
 

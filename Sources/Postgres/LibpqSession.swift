@@ -14,7 +14,13 @@ final class LibpqSession {
     /// (PgBouncer) sits in between, and session state cannot be relied on.
     private(set) var behindPooler = false
 
-    init(configuration: PostgresConfiguration) { self.configuration = configuration }
+    /// Kept alive as long as any handle points at it.
+    private let noticeReceiver: NoticeReceiver?
+
+    init(configuration: PostgresConfiguration) {
+        self.configuration = configuration
+        noticeReceiver = configuration.noticeHandler.map(NoticeReceiver.init(handler:))
+    }
 
     deinit { close() }
 
@@ -25,14 +31,47 @@ final class LibpqSession {
 
     // MARK: - Opening and closing
 
-    /// Opens a new session within the connect deadline, including its setup statements.
+    /// Opens a new session: each host of the conninfo in turn (each resolved address of a
+    /// name too), each with its own connect deadline, until one accepts (and matches
+    /// `target_session_attrs`, which libpq checks per host). A hung first host costs one
+    /// deadline, never the whole list.
     func open() throws {
         close()
-        let deadline = Deadline(secondsFromNow: configuration.connectTimeout)
+        let targets = ConnectTargets(conninfo: configuration.conninfo)
+        var failures: [PostgresError] = []
+        for target in targets.hosts {
+            var deadline = Deadline(secondsFromNow: configuration.connectTimeout)
+            var addresses: [String?] = [nil]
+            if target.needsLookup {
+                do { addresses = try HostLookup.addresses(of: target.host, until: deadline) } catch let error as PostgresError {
+                    failures.append(error)
+                    continue
+                }
+            }
+            for (index, address) in addresses.enumerated() {
+                if index > 0 { deadline = Deadline(secondsFromNow: configuration.connectTimeout) }
+                do {
+                    try open(overrides: targets.hosts.count > 1 || address != nil ? target.overrides(address: address) : [],
+                             deadline: deadline)
+                    return
+                } catch let error as PostgresError {
+                    failures.append(targets.hosts.count > 1 ? error.prefixed("\(target.label): ") : error)
+                }
+            }
+        }
+        throw Self.combined(failures)
+    }
+
+    /// One connect attempt; `overrides` pin it to one host of the list.
+    private func open(overrides: [(String, String)], deadline: Deadline) throws {
+        close()
         var pairs = configuration.connectionDefaults
         pairs.append(("dbname", configuration.conninfo)) // expanded: the user's values override the defaults above
+        pairs += overrides
         handle = Self.start(pairs)
         guard let handle, PQstatus(handle) != CONNECTION_BAD else { throw failedToConnect() }
+        // Before the handshake: the server may warn during it (collation versions).
+        NoticeReceiver.install(noticeReceiver, on: handle)
         var polling = PGRES_POLLING_WRITING
         while polling != PGRES_POLLING_OK {
             switch polling {
@@ -44,16 +83,24 @@ final class LibpqSession {
             polling = PQconnectPoll(handle)
         }
         guard PQsetnonblocking(handle, 1) == 0 else { throw failedToConnect() }
-        // Server NOTICEs (e.g. "already exists, skipping") are not ours to print.
-        PQsetNoticeProcessor(handle, { _, _ in }, nil)
         do {
             let reported = try simpleQuery("SELECT pg_backend_pid()", deadline: deadline).first?.cells.first?.first ?? nil
             behindPooler = reported.flatMap { Int32($0) } != PQbackendPID(handle)
             if !behindPooler { _ = try simpleQuery(configuration.directSessionSetup, deadline: deadline) }
         } catch let error as PostgresError {
             close()
+            if error.isTimeout { throw PostgresError(kind: .timedOut, message: "connect timed out after \(configuration.connectTimeout) s (session setup)") }
             throw PostgresError(kind: .connectionFailed, sqlState: error.sqlState, message: "cannot set up session: " + error.message)
         }
+    }
+
+    /// Every host failed: one error that names each host's reason; a timeout only when all timed out.
+    private static func combined(_ failures: [PostgresError]) -> PostgresError {
+        guard failures.count > 1 else {
+            return failures.first ?? PostgresError(kind: .connectionFailed, message: "cannot connect: no host to try")
+        }
+        let kind: PostgresError.Kind = failures.allSatisfy(\.isTimeout) ? .timedOut : .connectionFailed
+        return PostgresError(kind: kind, message: "cannot connect to any host: " + failures.map(\.message).joined(separator: "; "))
     }
 
     /// Ends the session politely (the terminate message is sent without waiting).
@@ -63,20 +110,11 @@ final class LibpqSession {
     }
 
     /// Gives up on a session whose call ran past its deadline: asks the server to cancel
-    /// what it runs (from another thread: the cancel opens its own connection, which may be
-    /// slow too) and closes the socket at once. The session is never used again.
+    /// what it runs (on the process's one canceller thread, and only when a backend exists)
+    /// and closes the socket at once. The session is never used again.
     func abandon() {
         guard let handle else { return }
-        if let cancel = PQgetCancel(handle) {
-            let sendable = UnsafeSendable(cancel)
-            let thread = Thread {
-                var message = [CChar](repeating: 0, count: 256)
-                _ = PQcancel(sendable.pointer, &message, Int32(message.count))
-                PQfreeCancel(sendable.pointer)
-            }
-            thread.stackSize = 256 << 10
-            thread.start()
-        }
+        CancelRequests.shared.enqueue(for: handle)
         close()
     }
 
@@ -92,6 +130,10 @@ final class LibpqSession {
         try flush(until: deadline)
         var firstError: Error?
         while let result = try nextResult(until: deadline) {
+            if let refused = try endCopy(result, until: deadline) {
+                firstError = firstError ?? refused
+                continue
+            }
             do { try each(result) } catch { firstError = firstError ?? error }
         }
         if let firstError { throw firstError }
@@ -124,6 +166,10 @@ final class LibpqSession {
                     PQclear(result) // skipped after an earlier error, which says why
                     continue
                 }
+                if let refused = try endCopy(result, until: deadline) {
+                    firstError = firstError ?? refused
+                    continue
+                }
                 do { try each(index, result) } catch { firstError = firstError ?? error }
             }
         }
@@ -135,6 +181,44 @@ final class LibpqSession {
             throw PostgresError(kind: .connectionLost, message: "pipeline out of step with the server")
         }
         if let firstError { throw firstError }
+    }
+
+    /// A COPY begun by a statement sent as a query: libpq would hand back the same COPY
+    /// result for ever, a loop that never waits and so never meets its deadline. COPY IN is
+    /// ended at once with an error (the server rolls it back), COPY OUT is read to its end and
+    /// dropped, COPY BOTH (replication) closes the session. Returns the error to report, after
+    /// clearing `result`; nil (result untouched) for any other result.
+    private func endCopy(_ result: OpaquePointer, until deadline: Deadline) throws -> PostgresError? {
+        let status = PQresultStatus(result)
+        guard status == PGRES_COPY_IN || status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH else { return nil }
+        PQclear(result)
+        let refusal = PostgresError(kind: .client, message: "COPY is not supported by query or execute (use copyIn)")
+        guard let handle else { throw PostgresError(kind: .connectionLost, message: "no connection") }
+        switch status {
+        case PGRES_COPY_IN:
+            while true {
+                let sent = PQputCopyEnd(handle, "COPY is not supported here")
+                if sent == 1 { break }
+                if sent < 0 { throw lostOrFailed() }
+                try wait(read: false, write: true, until: deadline)
+            }
+            try flush(until: deadline)
+        case PGRES_COPY_OUT:
+            while true {
+                var buffer: UnsafeMutablePointer<CChar>?
+                let length = PQgetCopyData(handle, &buffer, 1)
+                if let buffer { PQfreemem(buffer) }
+                if length > 0 { continue }
+                if length == -1 { break }
+                if length < -1 { throw lostOrFailed() }
+                try wait(read: true, write: false, until: deadline)
+                guard PQconsumeInput(handle) == 1 else { throw lostOrFailed() }
+            }
+        default:
+            close()
+            throw PostgresError(kind: .connectionLost, message: "COPY BOTH is not supported: session closed")
+        }
+        return refusal
     }
 
     /// A script of statements with the simple protocol; rows of the last result that has any.
@@ -246,7 +330,7 @@ final class LibpqSession {
             return PostgresRows(columns: columns, cells: cells, affectedRows: rowCount)
         case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_COPY_IN, PGRES_COPY_OUT:
             let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
-            return PostgresRows(columns: [], cells: [], affectedRows: affected)
+            return PostgresRows(columns: [], cells: [], affectedRows: affected, commandTag: String(cString: PQcmdStatus(result)))
         default:
             throw error(from: result)
         }
@@ -294,10 +378,4 @@ final class LibpqSession {
     static func oneLine(_ text: String) -> String {
         text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
     }
-}
-
-/// Hands a C pointer to another thread that alone uses it from then on.
-private struct UnsafeSendable: @unchecked Sendable {
-    let pointer: OpaquePointer
-    init(_ pointer: OpaquePointer) { self.pointer = pointer }
 }

@@ -14,6 +14,12 @@ public final class PostgresClient: Sendable {
     public let configuration: PostgresConfiguration
     public let maxConnections: Int
     private let state = Mutex(State())
+    private let lostConnections = Atomic<Int>(0)
+
+    /// How many connections were dropped because they broke (lost, timed out, or left a
+    /// transaction broken). A change tells a caller the pool has reconnected since it last
+    /// looked, e.g. the queue worker, which then hands back leases it may have orphaned.
+    public var brokenConnectionCount: Int { lostConnections.load(ordering: .relaxed) }
 
     public var conninfo: String { configuration.conninfo }
 
@@ -125,16 +131,27 @@ public final class PostgresClient: Sendable {
 
     private func giveBack(_ connection: PostgresConnection) async {
         if !connection.isReusable {
+            lostConnections.add(1, ordering: .relaxed)
             await connection.close()
             releaseSlot()
             return
         }
-        let waiter = state.withLock { state -> CheckedContinuation<PostgresConnection?, Never>? in
-            if !state.waiters.isEmpty { return state.waiters.removeFirst() }
+        enum Next { case handTo(CheckedContinuation<PostgresConnection?, Never>), keep, close }
+        let next = state.withLock { state -> Next in
+            // Returned after close(): nobody will lease it again, so it must not stay open.
+            if state.closed {
+                state.open -= 1
+                return .close
+            }
+            if !state.waiters.isEmpty { return .handTo(state.waiters.removeFirst()) }
             state.idle.append(connection)
-            return nil
+            return .keep
         }
-        waiter?.resume(returning: connection)
+        switch next {
+        case .handTo(let waiter): waiter.resume(returning: connection)
+        case .close: await connection.close()
+        case .keep: break
+        }
     }
 
     private func releaseSlot() {

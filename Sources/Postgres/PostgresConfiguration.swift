@@ -15,14 +15,19 @@ public struct PostgresConfiguration: Sendable {
     public var conninfo: String
     public var applicationName: String
     /// Deadline of every statement, COPY or health check; past it the connection is abandoned.
+    /// `.infinity`: none (`migrate`: an index build takes as long as it takes).
     public var callTimeout: Double = 30
-    /// Deadline of opening a connection (TCP, TLS, authentication, session setup).
+    /// Deadline of opening a connection (TCP, TLS, authentication, session setup), per host
+    /// of a multi-host URL, as libpq's `connect_timeout`.
     public var connectTimeout: Double = 10
     public var preparedStatements = PreparedStatements.auto
     /// The server ends a session left idle inside a transaction this long, releasing its row locks.
     public var idleInTransactionTimeout: Double = 10
     /// Told about every call's result (`iap_db_calls_total`).
     public var observer: (any PostgresCallObserver)?
+    /// Told what the server says (NOTICE, WARNING, ...) from the first moment of every
+    /// session; nil drops it. libpq would otherwise print it raw on stderr.
+    public var noticeHandler: (@Sendable (PostgresNotice) -> Void)?
 
     public init(conninfo: String, applicationName: String = "receipt-worker") {
         self.conninfo = conninfo
@@ -38,7 +43,7 @@ public struct PostgresConfiguration: Sendable {
             ("keepalives_idle", "15"),
             ("keepalives_interval", "5"),
             ("keepalives_count", "3"),
-            ("tcp_user_timeout", String(Int(max(1, callTimeout) * 1000))),
+            ("tcp_user_timeout", String(Self.milliseconds(transportTimeout))),
         ]
     }
 
@@ -57,7 +62,7 @@ public struct PostgresConfiguration: Sendable {
         "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; "
             + "SET idle_in_transaction_session_timeout = \(Self.milliseconds(idleInTransactionTimeout)); "
             + "SET tcp_keepalives_idle = 15; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3; "
-            + "SET tcp_user_timeout = \(Self.milliseconds(callTimeout)); "
+            + "SET tcp_user_timeout = \(Self.milliseconds(transportTimeout)); "
             + "SET plan_cache_mode = force_custom_plan"
     }
 
@@ -67,6 +72,10 @@ public struct PostgresConfiguration: Sendable {
         ["BEGIN", "SET LOCAL idle_in_transaction_session_timeout = \(Self.milliseconds(idleInTransactionTimeout))",
          "SET LOCAL TimeZone = 'UTC'"]
     }
+
+    /// How long sent data may stay unacknowledged before the kernel drops the connection: the
+    /// call deadline, or 30 s when calls have none (keepalives and this still find a dead peer).
+    var transportTimeout: Double { callTimeout.isFinite && callTimeout < 86_400 ? max(1, callTimeout) : 30 }
 
     /// Whole milliseconds of a setting we computed (never user text), at least 1.
     static func milliseconds(_ seconds: Double) -> Int { max(1, Int((seconds * 1000).rounded())) }

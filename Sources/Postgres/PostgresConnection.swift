@@ -262,6 +262,11 @@ public final class PostgresConnection: @unchecked Sendable {
         } else {
             try session.pipeline(until: deadline, sends: sends, each: { rows[$0] = try session.consume($1) })
         }
+        // An aborted transaction's COMMIT is answered ROLLBACK: nothing was committed.
+        for (statement, result) in zip(all, rows) where statement.sql == "COMMIT" && result?.commandTag == "ROLLBACK" {
+            throw PostgresError(kind: .server, sqlState: "25P02",
+                                message: "COMMIT was answered ROLLBACK: the transaction had failed earlier, nothing was committed")
+        }
         return rows.dropFirst(begin.count).map { $0 ?? PostgresRows(columns: [], cells: [], affectedRows: 0) }
     }
 

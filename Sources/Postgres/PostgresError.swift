@@ -39,6 +39,11 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// Worth retrying on a fresh connection or transaction.
     public var isTransient: Bool { isConnectionLost || isSerializationFailure || kind == .connectionFailed }
 
+    /// The same error with `prefix` before its message (which host it came from).
+    func prefixed(_ prefix: String) -> PostgresError {
+        PostgresError(kind: kind, sqlState: sqlState, message: prefix + message, detail: detail)
+    }
+
     public var description: String {
         var text = "postgres: " + message
         if let sqlState { text += " (SQLSTATE \(sqlState))" }

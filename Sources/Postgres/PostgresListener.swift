@@ -14,6 +14,10 @@ public final class PostgresListener: Sendable {
     public enum Event: Sendable, Equatable {
         case notification(PostgresNotification)
         case reconnected
+        /// The session goes through a transaction pooler, where LISTEN hears nothing (the
+        /// server connection is handed to other clients between transactions): the listener
+        /// has stopped, and the consumer must poll (SPEC 8, `listen_behind_pooler`).
+        case behindPooler
     }
 
     public let events: AsyncStream<Event>
@@ -66,6 +70,11 @@ public final class PostgresListener: Sendable {
             if !session.isOpen {
                 do {
                     try session.open()
+                    if session.behindPooler {
+                        session.close()
+                        continuation.yield(.behindPooler)
+                        break
+                    }
                     let listen = channels.map { "LISTEN \"\($0)\"" }.joined(separator: "; ") // validated identifiers
                     try session.simpleQuery(listen, deadline: Deadline(secondsFromNow: callTimeout))
                 } catch {

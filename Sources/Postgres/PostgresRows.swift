@@ -7,6 +7,8 @@ public struct PostgresRows: Sendable, Sequence {
     public let cells: [[String?]]
     /// Rows touched by INSERT/UPDATE/DELETE (PQcmdTuples), or the row count.
     public let affectedRows: Int
+    /// The server's command tag (`UPDATE 3`, `COMMIT`, `ROLLBACK`), empty for row results.
+    public var commandTag: String = ""
 
     public var count: Int { cells.count }
     public var isEmpty: Bool { cells.isEmpty }

@@ -26,7 +26,12 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     /// Results accepted but not yet written or abandoned (for graceful shutdown).
     private let outstanding = Atomic<Int>(0)
 
-    init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger, metrics: QueueMetrics, loops: Int) {
+    /// Told when a batch is written or given up, so the worker stops counting those jobs as its own.
+    private let held: HeldJobs
+
+    init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger, metrics: QueueMetrics, loops: Int,
+         held: HeldJobs) {
+        self.held = held
         self.store = store
         self.handler = handler
         self.configuration = configuration
@@ -73,6 +78,7 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
             // More left than this loop takes: let another loop start on it now.
             if pending.withLock({ !$0.isEmpty }) { wakeOne() }
             await writeWithRetry(batch, deadline: deadline)
+            held.letGo(batch.map(\.job.id))
             outstanding.subtract(batch.count, ordering: .relaxed)
         }
     }
@@ -81,7 +87,7 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
         var backoff = 0.05
         while true {
             do {
-                try await write(batch)
+                try await write(batch, deadline: deadline)
                 return
             } catch let error as PostgresError where error.isTransient {
                 if let deadline = deadline(), ContinuousClock.now >= deadline {
@@ -101,21 +107,41 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
                 let fallback = Item(job: batch[0].job, verification: .decided(.retry("settlement_error", error: "\(error)")),
                                     milliseconds: batch[0].milliseconds)
                 if case .settle = batch[0].verification {
-                    try? await write([fallback])
+                    try? await write([fallback], deadline: deadline)
                 }
                 return
             }
         }
     }
 
-    private func write(_ batch: [Item]) async throws {
+    private func write(_ batch: [Item], deadline: @Sendable () -> ContinuousClock.Instant?) async throws {
         let settled = batch.compactMap { item -> Int? in
             if case .settle = item.verification { return item.job.id }
             return nil
         }
-        let written: (rows: [CompletionRow], ids: Set<Int>, fenced: [Int])
+        let witness = UUID()
+        let written: WrittenBatch
         do {
-            written = try await transaction(batch)
+            written = try await transaction(batch, witness: witness)
+        } catch let ambiguous as AmbiguousCommit {
+            // The COMMIT went out and its reply was lost: what happened decides what is announced.
+            switch await resolve(witness, jobs: batch.count, deadline: deadline) {
+            case .committed(let writtenIDs)?:
+                logger.notice("commit_resolved", ["outcome": "committed", "jobs": .int(writtenIDs.count),
+                                                  "error": .string(ambiguous.underlying.message)])
+                written = WrittenBatch(rows: ambiguous.rows, ids: writtenIDs, fenced: ambiguous.fenced)
+            case .rolledBack?:
+                logger.notice("commit_resolved", ["outcome": "rolled_back", "jobs": .int(batch.count),
+                                                  "error": .string(ambiguous.underlying.message)])
+                if !settled.isEmpty { handler.didRollBack(settled) }
+                throw ambiguous.underlying // retried like any lost connection
+            case nil:
+                // Shutting down and the database still unreachable: the leases bring the jobs
+                // back, and an alert that did commit is emitted again by the alert re-emitter.
+                logger.error("commit_unresolved", ["jobs": .int(batch.count), "error": .string(ambiguous.underlying.message)])
+                if !settled.isEmpty { handler.didRollBack(settled) }
+                return
+            }
         } catch {
             if !settled.isEmpty { handler.didRollBack(settled) }
             throw error
@@ -124,8 +150,38 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
         report(batch, rows: written.rows, written: written.ids, fenced: written.fenced)
     }
 
-    /// `fenced`: settle items whose lease another worker holds by now (never settled here).
-    private func transaction(_ batch: [Item]) async throws -> (rows: [CompletionRow], ids: Set<Int>, fenced: [Int]) {
+    /// Asks a fresh session until the witness answers (a failover may take a while); nil only
+    /// when shutdown's deadline passes first.
+    private func resolve(_ witness: UUID, jobs: Int, deadline: @Sendable () -> ContinuousClock.Instant?) async -> CommitResolution? {
+        var backoff = 0.1
+        while true {
+            do {
+                return try await store.resolveCommit(witness: witness)
+            } catch {
+                if let deadline = deadline(), ContinuousClock.now >= deadline { return nil }
+                logger.warning("commit_resolution_retry", ["jobs": .int(jobs), "error": .error(error)])
+                try? await Task.sleep(for: .seconds(backoff))
+                backoff = min(backoff * 2, 2)
+            }
+        }
+    }
+
+    /// What a completion transaction wrote: its rows, the ids written (lease still held),
+    /// and `fenced`: settle items whose lease another worker holds by now (never settled here).
+    private struct WrittenBatch: Sendable {
+        let rows: [CompletionRow]
+        let ids: Set<Int>
+        let fenced: [Int]
+    }
+
+    /// The completion transaction's COMMIT was sent and no reply came: it may have committed.
+    private struct AmbiguousCommit: Error {
+        let rows: [CompletionRow]
+        let fenced: [Int]
+        let underlying: PostgresError
+    }
+
+    private func transaction(_ batch: [Item], witness: UUID) async throws -> WrittenBatch {
         try await store.client.withConnection { connection in
             try await connection.transaction { connection in
                 var decided: [(ClaimedJob, JobOutcome)] = []
@@ -148,11 +204,16 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
                     writes = settled.writes
                 }
                 let rows = decided.map { completionRow(job: $0.0, outcome: $0.1) }
-                // The settlement's writes, the jobs' completion and COMMIT: one round trip.
-                let completion = store.completionStatement(rows, workerID: configuration.workerID)
-                let results = try await connection.commit(after: writes + [completion].compactMap { $0 })
+                // The settlement's writes, the jobs' completion (with its witness) and COMMIT: one round trip.
+                let completion = store.completionStatement(rows, workerID: configuration.workerID, witness: witness)
+                let results: [PostgresRows]
+                do {
+                    results = try await connection.commit(after: writes + [completion].compactMap { $0 })
+                } catch let error as PostgresError where error.isConnectionLost && completion != nil {
+                    throw AmbiguousCommit(rows: rows, fenced: fenced, underlying: error)
+                }
                 let ids = completion == nil ? [] : try QueueStore.writtenIDs(results[results.count - 1])
-                return (rows, ids, fenced)
+                return WrittenBatch(rows: rows, ids: ids, fenced: fenced)
             }
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import JSONWire
 import Postgres
 
@@ -39,8 +40,11 @@ public struct QueueStore: Sendable {
 
     /// Claims up to `limit` runnable jobs in one statement, oldest run_at first.
     public func claim(limit: Int, workerID: String, leaseSeconds: Double) async throws -> [ClaimedJob] {
-        let rows = try await client.query(Self.claimSQL, [limit, workerID, leaseSeconds])
-        return try rows.map { row in
+        try Self.claimedJobs(try await client.query(Self.claimSQL, [limit, workerID, leaseSeconds]))
+    }
+
+    static func claimedJobs(_ rows: PostgresRows) throws -> [ClaimedJob] {
+        try rows.map { row in
             ClaimedJob(id: try row.decode(at: 0), kind: try row.decode(at: 1), userID: try row.decode(at: 2),
                        orderID: try row.decode(at: 3), productID: try row.decode(at: 4), payload: try row.decode(at: 5),
                        attempts: try row.decode(at: 6), createdAt: try row.decode(at: 7), sweeps: try row.decode(at: 8))
@@ -63,7 +67,8 @@ public struct QueueStore: Sendable {
         Set(try await connection.query(Self.lockOwnedSQL, [ids, workerID]).map { try $0.decode(Int.self, at: 0) })
     }
 
-    static let completeSQL = """
+    /// The completion's UPDATE; `RETURNING j.id` names the jobs written.
+    static let completeUpdateSQL = """
         UPDATE iap.jobs AS j SET
             state = u.state,
             outcome = u.outcome,
@@ -79,18 +84,67 @@ public struct QueueStore: Sendable {
              AS u(id, state, outcome, delay, apple_status, last_error, txids)
         WHERE j.id = u.id AND j.leased_by = $8 AND j.lease_expires_at > now()
         RETURNING j.id
+        """
+
+    static let completeSQL = completeUpdateSQL + "\n-- receipt-worker: completion"
+
+    /// The completion that leaves its witness (migration 0016): the same UPDATE, and the ids it
+    /// wrote under the caller's token, so an ambiguous COMMIT can be resolved afterwards.
+    static let completeWitnessedSQL = """
+        WITH written AS (
+        \(completeUpdateSQL)
+        ), witness AS (
+            INSERT INTO iap.commit_witness (token, job_ids)
+            SELECT $9::uuid, coalesce(array_agg(id), '{}') FROM written
+        )
+        SELECT id FROM written
         -- receipt-worker: completion
         """
 
     /// A batch of results as one statement (nil for none); only jobs whose lease this worker
-    /// still holds are touched. Its rows are the ids written (`writtenIDs`).
-    func completionStatement(_ rows: [CompletionRow], workerID: String) -> PostgresStatement? {
+    /// still holds are touched. Its rows are the ids written (`writtenIDs`). With `witness`,
+    /// the statement also records them under that token (`resolveCommit`).
+    func completionStatement(_ rows: [CompletionRow], workerID: String, witness: UUID? = nil) -> PostgresStatement? {
         guard !rows.isEmpty else { return nil }
         let transactionIDs: [String?] = rows.map { $0.transactionIDs.isEmpty ? nil : Self.jsonArray($0.transactionIDs) }
-        return PostgresStatement(Self.completeSQL, [
+        var binds: [any PostgresEncodable] = [
             rows.map(\.id), rows.map(\.state), rows.map(\.outcome), rows.map(\.delaySeconds),
             rows.map { $0.appleStatus.map(Int64.init) }, rows.map(\.error), transactionIDs, workerID,
-        ])
+        ]
+        guard let witness else { return PostgresStatement(Self.completeSQL, binds) }
+        binds.append(witness)
+        return PostgresStatement(Self.completeWitnessedSQL, binds)
+    }
+
+    static let fenceWitnessSQL = """
+        INSERT INTO iap.commit_witness (token, job_ids) VALUES ($1::uuid, NULL) ON CONFLICT (token) DO NOTHING
+        """
+
+    static let readWitnessSQL = """
+        SELECT w.job_ids IS NULL, u.id FROM iap.commit_witness w LEFT JOIN LATERAL unnest(w.job_ids) AS u(id) ON true
+        WHERE w.token = $1::uuid
+        """
+
+    /// What became of a completion transaction whose COMMIT reply was lost, asked on a fresh
+    /// session (after a failover, of the new primary). Final either way: a transaction found
+    /// not committed is fenced off by a tombstone and can never commit later.
+    public func resolveCommit(witness: UUID) async throws -> CommitResolution {
+        if try await client.query(Self.fenceWitnessSQL, [witness]).affectedRows == 1 { return .rolledBack }
+        let rows = try await client.query(Self.readWitnessSQL, [witness])
+        // No row at all cannot follow a conflict unless the cleaner removed it (hours later).
+        guard let first = rows.first else { return .rolledBack }
+        // A tombstone: an earlier try of ours fenced it (its reply was lost too).
+        if try first.decode(Bool.self, at: 0) { return .rolledBack }
+        return .committed(writtenIDs: Set(try rows.compactMap { try $0.decode(Int?.self, at: 1) }))
+    }
+
+    static let deleteOldWitnessesSQL = """
+        DELETE FROM iap.commit_witness WHERE created_at < now() - make_interval(secs => $1)
+        """
+
+    /// Witnesses are needed only until their transaction's fate is known (seconds to minutes).
+    public func deleteWitnesses(olderThan seconds: Double) async throws -> Int {
+        try await client.query(Self.deleteOldWitnessesSQL, [seconds]).affectedRows
     }
 
     static func writtenIDs(_ rows: PostgresRows) throws -> Set<Int> {
@@ -125,6 +179,25 @@ public struct QueueStore: Sendable {
     public func release(_ ids: [Int], workerID: String) async throws -> Int {
         guard !ids.isEmpty else { return 0 }
         return try await client.query(Self.releaseSQL, [ids, workerID]).affectedRows
+    }
+
+    static let handBackSQL = """
+        UPDATE iap.jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
+            leased_by = NULL, lease_expires_at = NULL
+        WHERE state = 'running' AND leased_by = $1 AND NOT (id = ANY($2::bigint[]))
+        RETURNING id
+        """
+
+    /// Claims like `claim`, after handing back in the same round trip (one implicit
+    /// transaction) every job leased to `workerID` that is not in `holding`: jobs whose claim
+    /// reply was lost, which would otherwise wait out their lease. No attempt is spent on them.
+    public func claim(limit: Int, workerID: String, leaseSeconds: Double,
+                      handingBackAllBut holding: [Int]) async throws -> (claimed: [ClaimedJob], handedBack: Int) {
+        let results = try await client.withConnection { connection in
+            try await connection.pipeline([PostgresStatement(Self.handBackSQL, [workerID, holding]),
+                                           PostgresStatement(Self.claimSQL, [limit, workerID, leaseSeconds])])
+        }
+        return (try Self.claimedJobs(results[1]), results[0].count)
     }
 
     static let rescueSQL = """
@@ -166,4 +239,10 @@ public struct QueueStore: Sendable {
     public func notifyWorkers() async throws {
         _ = try await client.query("SELECT pg_notify('iap_jobs', '')")
     }
+}
+
+/// The fate of a completion transaction whose COMMIT reply was lost.
+public enum CommitResolution: Sendable, Equatable {
+    case committed(writtenIDs: Set<Int>)
+    case rolledBack
 }

@@ -50,6 +50,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
             return late
         }
     }
+    private let held = HeldJobs()
     private let graceDeadline = Mutex<ContinuousClock.Instant?>(nil)
     private let healthy = Atomic<Bool>(true)
 
@@ -65,7 +66,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         self.listener = listener
         completionLoops = configuration.completionLoops(poolSize: store.client.maxConnections)
         completer = BatchCompleter(store: store, handler: handler, configuration: configuration, logger: self.logger, metrics: metrics,
-                                   loops: completionLoops)
+                                   loops: completionLoops, held: held)
     }
 
     public convenience init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger,
@@ -118,8 +119,14 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     private func startListener() -> PostgresListener? {
         guard configuration.listenForNotifications, let configuration = self.listener,
               let listener = try? PostgresListener(configuration: configuration, channels: ["iap_jobs"]) else { return nil }
-        Task { [wake] in
-            for await _ in listener.events { wake.wake() }
+        Task { [wake, logger] in
+            for await event in listener.events {
+                if event == .behindPooler {
+                    logger.warning("listen_behind_pooler", ["action": "polling",
+                                                            "hint": "point DATABASE_LISTEN_URL at the server directly, or set it to off"])
+                }
+                wake.wake()
+            }
         }
         return listener
     }
@@ -127,19 +134,29 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     private func claimLoop() async {
         var wakeups = wake.stream.makeAsyncIterator()
         var failureBackoff = 0.1
+        // A claim whose reply was lost, or any connection the pool had to drop, may have left
+        // jobs leased to this worker id that it does not know of: hand them back with the next claim.
+        var handBackDue = false
+        var brokenSeen = store.client.brokenConnectionCount
         while !stopping.load(ordering: .acquiring) {
             let free = configuration.concurrency - inflight.load(ordering: .acquiring)
             var claimedAll = false
             if free > 0 {
                 let limit = min(free, configuration.claimBatch)
+                let broken = store.client.brokenConnectionCount
+                if broken != brokenSeen {
+                    brokenSeen = broken
+                    handBackDue = true
+                }
                 do {
-                    let claimed = try await store.claim(limit: limit, workerID: configuration.workerID,
-                                                        leaseSeconds: configuration.leaseSeconds)
+                    let claimed = try await claim(limit: limit, handingBack: handBackDue)
+                    handBackDue = false
                     healthy.store(true, ordering: .relaxed)
                     failureBackoff = 0.1
                     for job in claimed { start(job) }
                     claimedAll = claimed.count == limit
                 } catch {
+                    if let error = error as? PostgresError, error.isConnectionLost { handBackDue = true }
                     healthy.store(false, ordering: .relaxed)
                     logger.warning("claim_failed", ["error": .error(error)])
                     try? await Task.sleep(for: .seconds(failureBackoff))
@@ -153,7 +170,20 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         }
     }
 
+    /// One claim; with `handingBack`, in the same round trip as handing back every job leased
+    /// to this worker id that it does not hold (SPEC 8), without spending their attempt.
+    private func claim(limit: Int, handingBack: Bool) async throws -> [ClaimedJob] {
+        guard handingBack else {
+            return try await store.claim(limit: limit, workerID: configuration.workerID, leaseSeconds: configuration.leaseSeconds)
+        }
+        let result = try await store.claim(limit: limit, workerID: configuration.workerID, leaseSeconds: configuration.leaseSeconds,
+                                           handingBackAllBut: held.snapshot)
+        if result.handedBack > 0 { logger.notice("leases_handed_back", ["jobs": .int(result.handedBack)]) }
+        return result.claimed
+    }
+
     private func start(_ job: ClaimedJob) {
+        held.hold(job.id)
         inflight.add(1, ordering: .acquiringAndReleasing)
         metrics.inflight.inc()
         metrics.claimed.inc()
@@ -228,6 +258,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         if !leftovers.isEmpty {
             do {
                 let released = try await store.release(leftovers, workerID: configuration.workerID)
+                held.letGo(leftovers)
                 logger.notice("jobs_released", ["jobs": .int(released)])
             } catch {
                 logger.warning("release_failed", ["jobs": .int(leftovers.count), "error": .error(error)])

@@ -7,6 +7,8 @@ struct Runtime: Sendable {
     let options: CommandLineOptions
     let logger: Logger
     let environment: [String: String]
+    /// One budget for the process's `db_notice` lines, whichever session they come from.
+    private let noticeLimiter = LogRateLimiter(limit: 20, window: 60)
 
     init(options: CommandLineOptions, environment: [String: String], secrets: [String] = []) {
         self.options = options
@@ -37,6 +39,13 @@ struct Runtime: Sendable {
         configuration.preparedStatements = PostgresConfiguration.PreparedStatements(
             rawValue: options.string(Settings.databasePreparedStatements) ?? "auto") ?? .auto
         configuration.observer = observer
+        configuration.noticeHandler = { [logger, noticeLimiter] notice in
+            // Below WARNING (e.g. "already exists, skipping" during migrate) is detail for debugging.
+            let level: LogLevel = notice.isWarningOrWorse ? (notice.severity == "WARNING" ? .warning : .error) : .debug
+            guard logger.isEnabled(level), let suppressed = noticeLimiter.admit() else { return }
+            logger.log(level, "db_notice", ["severity": .string(notice.severity), "sqlstate": .string(notice.sqlState ?? ""),
+                                            "message": .string(notice.message), "suppressed": .int(suppressed)])
+        }
         return configuration
     }
 
@@ -50,16 +59,20 @@ struct Runtime: Sendable {
     }
 
     /// A pool of at most `DATABASE_POOL_SIZE` connections (or `maxConnections` when a command needs fewer).
-    func databaseClient(applicationName: String, maxConnections: Int? = nil, observer: (any PostgresCallObserver)? = nil) throws -> PostgresClient {
-        PostgresClient(configuration: try databaseConfiguration(applicationName: applicationName, observer: observer),
-                       maxConnections: min(maxConnections ?? databasePoolSize, databasePoolSize))
+    /// `callTimeout` replaces DATABASE_CALL_TIMEOUT_SECONDS (`.infinity`: no call deadline).
+    func databaseClient(applicationName: String, maxConnections: Int? = nil, observer: (any PostgresCallObserver)? = nil,
+                        callTimeout: Double? = nil) throws -> PostgresClient {
+        var configuration = try databaseConfiguration(applicationName: applicationName, observer: observer)
+        if let callTimeout { configuration.callTimeout = callTimeout }
+        return PostgresClient(configuration: configuration, maxConnections: min(maxConnections ?? databasePoolSize, databasePoolSize))
     }
 
     /// Opens a pool and checks that the server answers: a bad URL or an unreachable
     /// server is a configuration error (exit 2) for one-shot commands.
     func connectDatabase(maxConnections: Int? = nil, applicationName: String = "receipt-worker",
-                         observer: (any PostgresCallObserver)? = nil) async throws -> PostgresClient {
-        let client = try databaseClient(applicationName: applicationName, maxConnections: maxConnections, observer: observer)
+                         observer: (any PostgresCallObserver)? = nil, callTimeout: Double? = nil) async throws -> PostgresClient {
+        let client = try databaseClient(applicationName: applicationName, maxConnections: maxConnections, observer: observer,
+                                        callTimeout: callTimeout)
         do {
             _ = try await client.query("SELECT 1")
         } catch let error as PostgresError {

@@ -4,11 +4,15 @@ enum MigrateCommand {
     static let spec = CommandSpec(
         name: "migrate", summary: "Apply Migrations/NNNN_name.sql in order under an advisory lock; a second run is a no-op.",
         usage: "migrate [--database-url URL] [--migrations DIR]",
-        settings: Settings.database + [Settings.migrationsDir] + Settings.logging)
+        settings: Settings.database + [Settings.migrationsDir, Settings.migrateCallTimeout] + Settings.logging)
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         let migrator = try loadMigrator(runtime)
-        let client = try await runtime.connectDatabase(maxConnections: 1, applicationName: "receipt-worker-migrate")
+        // No call deadline by default (SPEC 8): CREATE INDEX CONCURRENTLY on a production-size
+        // table outlasts any deadline meant for the hot path. Connect deadline and keepalives still apply.
+        let limit = runtime.options.seconds(Settings.migrateCallTimeout)
+        let client = try await runtime.connectDatabase(maxConnections: 1, applicationName: "receipt-worker-migrate",
+                                                       callTimeout: limit > 0 ? limit : .infinity)
         // The migration lock is a session advisory lock: through transaction pooling it would
         // be taken on one server connection and the migrations run on others.
         if try await PoolingProbe.isTransactionPooling(client.configuration) {

@@ -94,6 +94,7 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
             LeaseRescuer(store: store, interval: max(0.5, min(5, configuration.leaseSeconds / 4)),
                          maxAttempts: configuration.maxAttempts, logger: logger),
             TimedOutSweeper(store: store, interval: runtime.options.seconds(Settings.sweepInterval), logger: logger),
+            CommitWitnessCleaner(store: store, logger: logger),
         ] + extraMaintenance
         let leader = registry.gauge("iap_leader", help: "1 on the process that holds the maintenance lease.")
         let maintenance = Maintenance(client: client, leaderID: configuration.workerID, tasks: tasks,

@@ -130,6 +130,9 @@ enum Settings {
     static let databaseListenURL = Setting(env: "DATABASE_LISTEN_URL", flag: "database-listen-url", kind: .text, defaultValue: nil,
                                            help: "where the LISTEN session connects (default DATABASE_URL; point it past PgBouncer); off = poll only",
                                            secret: true)
+    static let migrateCallTimeout = Setting(env: "MIGRATE_CALL_TIMEOUT_SECONDS", flag: "migrate-call-timeout", kind: .seconds(0...604_800),
+                                            defaultValue: "0",
+                                            help: "deadline of each migration statement; 0 = none (an index build takes as long as it takes)")
     static let leaderTTL = Setting(env: "LEADER_TTL_SECONDS", flag: "leader-ttl", kind: .seconds(0.3...3_600), defaultValue: "15",
                                    help: "length of the maintenance leadership lease; renewed every third of it")
 
