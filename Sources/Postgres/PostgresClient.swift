@@ -132,8 +132,17 @@ public final class PostgresClient: Sendable {
     private func giveBack(_ connection: PostgresConnection) async {
         if !connection.isReusable {
             lostConnections.add(1, ordering: .relaxed)
+            // The idle ones lead to the same server and are most likely broken too (a hung or
+            // failed-over primary): each would cost a whole call deadline to find out, one after
+            // the other. New sessions cost milliseconds where the server is well.
+            let stale = state.withLock { state -> [PostgresConnection] in
+                defer { state.idle.removeAll() }
+                state.open -= state.idle.count
+                return state.idle
+            }
+            for idle in stale { await idle.close() }
             await connection.close()
-            releaseSlot()
+            releaseSlot() // (no one waits while connections sit idle)
             return
         }
         enum Next { case handTo(CheckedContinuation<PostgresConnection?, Never>), keep, close }

@@ -36,6 +36,33 @@ final class DeadlineTests: XCTestCase {
         await client.close()
     }
 
+    func testOneDeadConnectionRetiresTheIdleOnesToTheSameServer() async throws {
+        let url = try await TestDatabase.fresh(migrated: false)
+        let proxy = try FaultProxy(targetPort: try XCTUnwrap(URLComponents(string: url)?.port))
+        defer { proxy.stop() }
+        var configuration = PostgresConfiguration(conninfo: proxy.url(replacingIn: url), applicationName: "deadline-test")
+        configuration.callTimeout = 0.5
+        let client = PostgresClient(configuration: configuration, maxConnections: 3)
+        // Three sessions open and idle, then the server goes silent on all of them.
+        async let a: Void = client.withConnection { _ = try await $0.query("SELECT pg_sleep(0.1)") }
+        async let b: Void = client.withConnection { _ = try await $0.query("SELECT pg_sleep(0.1)") }
+        async let c: Void = client.withConnection { _ = try await $0.query("SELECT pg_sleep(0.1)") }
+        _ = try await (a, b, c)
+        XCTAssertEqual(client.connectionCounts.idle, 3)
+        proxy.freezeOpenConnections()
+        do {
+            _ = try await client.withConnection { try await $0.query("SELECT 1") }
+            XCTFail("a frozen connection answered")
+        } catch let error as PostgresError {
+            XCTAssertTrue(error.isTimeout, "\(error)")
+        }
+        // The next calls get new sessions, not one more deadline per stale idle session (each
+        // would have thrown a timeout).
+        for _ in 0..<3 { _ = try await client.withConnection { try await $0.query("SELECT 1") } }
+        XCTAssertEqual(client.brokenConnectionCount, 1)
+        await client.close()
+    }
+
     func testTheUsersConninfoWinsOverOurDefaults() async throws {
         let url = try await TestDatabase.fresh(migrated: false)
         let mine = try await PostgresConnection.connect(PostgresConfiguration(conninfo: url, applicationName: "ours"))
