@@ -59,7 +59,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "AppleSim"]),
-        .testTarget(name: "QueueTests", dependencies: ["Queue", "TestSupport"]),
+        .testTarget(name: "QueueTests", dependencies: ["Queue", "TestSupport", "EmbeddedPostgres"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP", "JSONWire"]),
         .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),

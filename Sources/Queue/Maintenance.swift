@@ -3,20 +3,24 @@ import Observability
 import Postgres
 import Synchronization
 
-/// A periodic duty that only one process in the fleet should perform at a time.
+/// A periodic duty that only one process in the fleet should perform at a time. It must stay
+/// safe if two leaders overlap briefly (one guarded statement, or SKIP LOCKED), and stop when
+/// `term` ends: a duty that pages or loops calls `term.check()` between steps.
 public protocol MaintenanceTask: Sendable {
     var name: String { get }
     /// Seconds between runs.
     var interval: Double { get }
-    func run() async throws
+    func run(term: LeaderTerm) async throws
 }
 
 /// Leadership by a lease in `iap.leader` (SPEC 8): whoever holds it runs the maintenance
-/// tasks. The holder renews every TTL/3 and trusts the lease only until its own monotonic
-/// clock says the TTL since the renewal was *sent* has passed (minus a margin), so a
-/// process that was paused, partitioned or stuck on a silent connection stops its duties
-/// before anyone else may take over. A vanished leader is replaced within one TTL plus
-/// one election round; a clean shutdown resigns at once.
+/// tasks. The holder renews every TTL/3 on its own connection (never queued behind
+/// completions), retries a failed renewal after a moment, and trusts the lease only until its
+/// own monotonic clock says the TTL since the renewal was *sent* has passed (minus a margin), so
+/// a process that was paused, partitioned or stuck on a silent connection stops its duties
+/// before anyone else may take over. Each duty runs in a task cancelled when the lease ends.
+/// A vanished leader is replaced within one TTL plus one election round; a clean shutdown
+/// resigns at once.
 public final class Maintenance: Sendable {
     public static let leaseName = "maintenance"
 
@@ -28,12 +32,13 @@ public final class Maintenance: Sendable {
     private let dutyInterval: Double
     private let onLeadershipChange: @Sendable (Bool) -> Void
     private let stopped = Atomic<Bool>(false)
-    /// Monotonic nanoseconds until which this process may act as leader.
-    private let leaseUntil = Atomic<UInt64>(0)
+    private let lease = LeaseClock()
     private let reportedLeader = Atomic<Bool>(false)
     private let wake = WakeSignal()
 
     /// - Parameters:
+    ///   - client: where the lease is renewed: `LeaderLeaseStore.dedicatedClient` (the worker's
+    ///     budget carves it out of the pool), or the shared pool when the budget has no room.
     ///   - ttl: the lease's length (`LEADER_TTL_SECONDS`); renewed every `ttl / 3`.
     ///   - dutyInterval: how often the leader looks for tasks that are due.
     public init(client: PostgresClient, leaderID: String, tasks: [any MaintenanceTask], logger: Logger,
@@ -48,7 +53,10 @@ public final class Maintenance: Sendable {
     }
 
     /// Holds an unexpired lease by this process's own clock.
-    public var isLeader: Bool { Self.now() < leaseUntil.load(ordering: .acquiring) }
+    public var isLeader: Bool { lease.end(of: nil) != nil }
+
+    /// The term held now, if any.
+    public var term: LeaderTerm? { lease.current() }
 
     public func stop() {
         stopped.store(true, ordering: .releasing)
@@ -66,25 +74,41 @@ public final class Maintenance: Sendable {
             group.cancelAll()
         }
         if isLeader {
-            leaseUntil.store(0, ordering: .releasing)
+            lease.revoke()
             try? await store.resign(name: Self.leaseName, leaderID: leaderID)
         }
         noteLeadership()
     }
 
+    /// After a failed renewal: soon, while the lease still holds and another try can save it.
+    var quickRetry: Double { min(0.5, ttl / 10) }
+
     private func renewLoop() async {
         let margin = min(1, ttl * 0.1) + ttl * 0.02
+        var failures = 0
         while !Task.isCancelled && !stopped.load(ordering: .acquiring) {
-            let sentAt = Self.now()
+            let sentAt = ContinuousClock.now
+            var pause = ttl / 3
             do {
                 let held = try await store.acquireOrRenew(name: Self.leaseName, leaderID: leaderID, ttl: ttl)
-                leaseUntil.store(held ? sentAt + UInt64((ttl - margin) * 1e9) : 0, ordering: .releasing)
+                if held {
+                    lease.granted(sentAt: sentAt, length: .seconds(ttl - margin))
+                } else {
+                    lease.revoke()
+                }
+                if failures > 0, held { logger.notice("leader_renewed", ["failures": .int(failures)]) }
+                failures = 0
             } catch {
                 // The lease ends by itself; until then this process may go on leading.
-                logger.warning("leader_renew_failed", ["error": .error(error)])
+                failures += 1
+                let remaining = lease.end(of: nil).map { ($0 - .now) / .seconds(1) }
+                var fields: [(key: String, value: LogValue)] = [("error", .error(error)), ("failures", .int(failures))]
+                if let remaining { fields.append(("lease_left_seconds", .double((remaining * 100).rounded() / 100))) }
+                logger.log(.warning, "leader_renew_failed", fields: fields)
+                if remaining != nil { pause = quickRetry }
             }
             noteLeadership()
-            try? await Task.sleep(for: .seconds(ttl / 3))
+            try? await Task.sleep(for: .seconds(pause))
         }
     }
 
@@ -93,17 +117,49 @@ public final class Maintenance: Sendable {
         while !Task.isCancelled && !stopped.load(ordering: .acquiring) {
             for task in tasks {
                 // Checked before every duty: a leader paused past its lease runs nothing more.
-                guard noteLeadership(), !stopped.load(ordering: .acquiring) else { break }
+                guard noteLeadership(), !stopped.load(ordering: .acquiring), let term = lease.current() else { break }
                 if let last = lastRun[task.name], ContinuousClock.now - last < .seconds(task.interval) { continue }
                 lastRun[task.name] = .now
-                do {
-                    try await task.run()
-                } catch {
-                    logger.warning("maintenance_failed", ["task": .string(task.name), "error": .error(error)])
-                }
+                await runDuty(task, under: term)
             }
             try? await Task.sleep(for: .seconds(dutyInterval))
         }
+    }
+
+    /// Runs one duty in a task that is cancelled when `term` ends (or the process stops).
+    private func runDuty(_ task: any MaintenanceTask, under term: LeaderTerm) async {
+        let started = ContinuousClock.now
+        let interrupted: Bool
+        do {
+            interrupted = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await task.run(term: term)
+                    return false
+                }
+                group.addTask {
+                    await term.ended()
+                    return !Task.isCancelled
+                }
+                let first = try await group.next() ?? false
+                group.cancelAll()
+                return first
+            }
+        } catch {
+            if error is LeaseEnded || (error is CancellationError && !term.isHeld) {
+                logInterrupted(task, started: started)
+            } else if !(error is CancellationError) {
+                logger.warning("maintenance_failed", ["task": .string(task.name), "error": .error(error)])
+            }
+            return
+        }
+        if interrupted { logInterrupted(task, started: started) }
+    }
+
+    /// On-call: a duty stopped part-way because the lease ended; the next leader resumes it.
+    private func logInterrupted(_ task: any MaintenanceTask, started: ContinuousClock.Instant) {
+        let ran = (ContinuousClock.now - started) / .seconds(1)
+        logger.warning("maintenance_duty_interrupted", ["task": .string(task.name), "reason": .string("lease_ended"),
+                                                        "ran_seconds": .double((ran * 1000).rounded() / 1000)])
     }
 
     /// Logs and reports a change of leadership; returns whether this process leads now.
@@ -122,8 +178,6 @@ public final class Maintenance: Sendable {
         onLeadershipChange(leading)
         return leading
     }
-
-    private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }
 
 /// Returns the jobs of crashed workers (lease expired) to the queue.
@@ -141,7 +195,7 @@ public struct LeaseRescuer: MaintenanceTask {
         self.logger = logger
     }
 
-    public func run() async throws {
+    public func run(term: LeaderTerm) async throws {
         let rescued = try await store.rescueExpiredLeases(maxAttempts: maxAttempts)
         for job in rescued { logger.warning("lease_expired", ["job_id": .int(job.id), "state": .string(job.state)]) }
         if !rescued.isEmpty { try await store.notifyWorkers() }
@@ -161,7 +215,7 @@ public struct TimedOutSweeper: MaintenanceTask {
         self.logger = logger
     }
 
-    public func run() async throws {
+    public func run(term: LeaderTerm) async throws {
         let requeued = try await store.sweepTimedOut()
         logger.info("sweep", ["requeued": .int(requeued.count)])
         if !requeued.isEmpty { try await store.notifyWorkers() }

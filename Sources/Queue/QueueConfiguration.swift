@@ -17,6 +17,9 @@ public struct QueueConfiguration: Sendable {
     public var completionConcurrency = 4
     public var shutdownGrace = 25.0
     public var listenForNotifications = true
+    /// Connections outside the pool for the maintenance lease (0 or 1), counted in the budget
+    /// `worker_started` prints.
+    public var leaderConnections = 0
 
     public init(workerID: String = QueueConfiguration.makeWorkerID()) {
         self.workerID = workerID

@@ -60,7 +60,11 @@ public struct NotificationHistoryPuller: Sendable {
     /// The leader's duty: resumes the pull in progress, or starts one when `interval` seconds have
     /// passed since the last finished. Stops after `budget` (or `maxPages`) with the cursor saved, so
     /// the next run (of this process or a new leader) continues from the same page. nil: not due.
-    public func pullIfDue(interval: TimeInterval, budget: Duration, maxPages: Int = .max, now: Date = Date()) async throws -> Counts? {
+    /// Under a leader's `term`, nothing is asked or saved once the lease has ended (`LeaseEnded`);
+    /// a page saved during a brief overlap is harmless (its cursor move is guarded by the token).
+    public func pullIfDue(interval: TimeInterval, budget: Duration, maxPages: Int = .max, now: Date = Date(),
+                          term: LeaderTerm? = nil) async throws -> Counts? {
+        try term?.check()
         var cursor = try await store.cursor(environment, client: client)
         if cursor.span == nil {
             if let completed = cursor.completedAt, now.timeIntervalSince(completed) < interval { return nil }
@@ -71,7 +75,7 @@ public struct NotificationHistoryPuller: Sendable {
         }
         guard let span = cursor.span else { return nil }
         var token = cursor.pageToken
-        let counts = try await pull(span, from: { token }, budget: .now + budget, maxPages: maxPages, save: { page, next, connection in
+        let counts = try await pull(span, from: { token }, budget: .now + budget, maxPages: maxPages, term: term, save: { page, next, connection in
             let created = try await store.enqueue(page, on: connection)
             try await store.advance(environment, from: token, to: next, enqueued: created, finishedAt: next == nil ? Date() : nil,
                                     on: connection)
@@ -87,15 +91,17 @@ public struct NotificationHistoryPuller: Sendable {
     /// Pages from `token()` until `hasMore` is false, the budget ends or a permanent error.
     /// `save` enqueues a page's payloads and remembers the next token, in one transaction.
     private func pull(_ span: DateInterval, from token: () -> String?, budget: ContinuousClock.Instant?, maxPages: Int,
-                      save: (_ payloads: [String], _ next: String?, PostgresConnection) async throws -> Int,
+                      term: LeaderTerm? = nil, save: (_ payloads: [String], _ next: String?, PostgresConnection) async throws -> Int,
                       restart: () async throws -> Void) async throws -> Counts {
         let request = NotificationHistoryRequest(startDate: span.start, endDate: span.end, onlyFailures: true)
         var counts = Counts(span: span)
         var failures = 0
         while counts.pages < maxPages {
+            try stillLeading(term, counts)
             switch await api.getNotificationHistory(request, paginationToken: token(), environment: environment) {
             case .success(let page):
                 failures = 0
+                try stillLeading(term, counts)
                 let payloads = page.notificationHistory.compactMap(\.signedPayload).filter { !$0.isEmpty }
                 let next = page.hasMore ? page.paginationToken : nil
                 let created = try await client.transaction { try await save(payloads, next, $0) }
@@ -128,6 +134,13 @@ public struct NotificationHistoryPuller: Sendable {
         return log(counts)
     }
 
+    /// Throws `LeaseEnded` (after logging what was pulled) once the leader's term is over.
+    private func stillLeading(_ term: LeaderTerm?, _ counts: Counts) throws {
+        guard let term, !term.isHeld else { return }
+        log(counts)
+        throw LeaseEnded(task: "notification_history")
+    }
+
     @discardableResult
     private func log(_ counts: Counts) -> Counts {
         if counts.pages > 0 {
@@ -157,7 +170,7 @@ public struct NotificationHistoryTask: MaintenanceTask {
         interval = min(60, max(1, pullInterval / 10))
     }
 
-    public func run() async throws {
-        _ = try await puller.pullIfDue(interval: pullInterval, budget: budget)
+    public func run(term: LeaderTerm) async throws {
+        _ = try await puller.pullIfDue(interval: pullInterval, budget: budget, term: term)
     }
 }

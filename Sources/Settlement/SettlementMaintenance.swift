@@ -26,10 +26,14 @@ public struct StuckDetector: MaintenanceTask {
         ORDER BY created_at LIMIT 1000
         """
 
-    public func run() async throws {
+    /// Overlap-safe: two leaders raising the same alert meet on the open-alert unique index, and
+    /// the second's insert does nothing (so it announces nothing). A lease that ends mid-way rolls
+    /// the transaction back; the next leader raises the rest.
+    public func run(term: LeaderTerm) async throws {
         let raised: [(NewAlert, Int)] = try await client.transaction { connection in
             var raised: [(NewAlert, Int)] = []
             for row in try await connection.query(Self.stuckJobsSQL, [stuckAfter]) {
+                try term.check()
                 let state: String = try row.decode(at: 4)
                 let alert = NewAlert(
                     kind: .stuckVerification, jobID: try row.decode(at: 0), userID: try row.decode(at: 1),
@@ -60,15 +64,21 @@ public struct AlertReemitter: MaintenanceTask {
         self.alerts = alerts
     }
 
+    /// The condition is repeated outside the subquery on purpose: under READ COMMITTED an UPDATE
+    /// that waited on a row another re-emitter (a second leader, briefly) just updated re-checks
+    /// only its own WHERE against the new row, not the subquery's. Without it both would send
+    /// the webhook; with it the second finds the alert already notified (or resolved) and skips it.
     static let dueSQL = """
         UPDATE iap.alerts SET last_notified_at = now(), notified_count = notified_count + 1
         WHERE id IN (SELECT id FROM iap.alerts
                      WHERE state = 'open' AND last_notified_at < now() - make_interval(secs => $1)
                      ORDER BY last_notified_at LIMIT 1000)
+          AND state = 'open' AND last_notified_at < now() - make_interval(secs => $1)
         RETURNING id, kind, transaction_id, job_id, user_id, order_id, product_id, reason
         """
 
-    public func run() async throws {
+    public func run(term: LeaderTerm) async throws {
+        try term.check()
         for row in try await client.query(Self.dueSQL, [repeatAfter]) {
             guard let kind = AlertKind(rawValue: try row.decode(at: 1)) else { continue }
             let alert = NewAlert(kind: kind, transactionID: try row.decode(at: 2), jobID: try row.decode(at: 3),
@@ -109,7 +119,9 @@ public struct JobRetention: MaintenanceTask {
              LIMIT 10000))
         """
 
-    public func run() async throws {
+    /// Overlap-safe: a row deleted by the other leader is skipped after its lock is released.
+    public func run(term: LeaderTerm) async throws {
+        try term.check()
         let deleted = try await client.query(Self.deleteSQL, [retentionDays * 86_400]).affectedRows
         if deleted > 0 { logger.info("jobs_deleted", ["jobs": .int(deleted), "retention_days": .double(retentionDays)]) }
     }

@@ -3,6 +3,7 @@ import AppleSim
 import Foundation
 import Observability
 import Postgres
+import Queue
 import Settlement
 import TestSupport
 import XCTest
@@ -89,6 +90,32 @@ final class NotificationHistoryTests: XCTestCase {
         let next = try XCTUnwrap(again)
         XCTAssertEqual(next.span.start.timeIntervalSince1970, pulledUntil.timeIntervalSince1970 - 600, accuracy: 0.001)
         XCTAssertEqual(next.enqueued, 0, "the overlap finds nothing new")
+        await f.stop()
+    }
+
+    /// SPEC 8: a pull under a leader's term asks Apple nothing more once the lease has ended
+    /// (here while it waits out a 429 after the first page), and the cursor stays at the last
+    /// page saved, for the next leader.
+    func testPullStopsWhenTheLeaseEnds() async throws {
+        let f = try await SettlementFixture(serverAPI: true)
+        _ = try await seed(f, paidUUID: UUID().uuidString, token: UUID())
+        f.simulator.serverAPI.inject(SimAPIFault(status: 429, retryAfter: "2", skip: 1, count: 1, family: .notificationHistory))
+        let term = LeaderTerm.held(until: .now + .seconds(1))
+        do {
+            _ = try await puller(f).pullIfDue(interval: 3600, budget: .seconds(30), term: term)
+            XCTFail("the pull went on past its lease")
+        } catch {
+            XCTAssertTrue(error is LeaseEnded, "\(error)")
+        }
+        XCTAssertEqual(f.simulator.serverAPI.apiRequestsTotal, 2, "page 1, then the 429; nothing after the lease ended")
+        let jobs = try await notificationJobs(f)
+        XCTAssertEqual(jobs, 20, "page 1 only")
+        let cursor = try await f.client.query("SELECT pull_start IS NOT NULL, pages FROM iap.notification_history_cursor")[0]
+        XCTAssertEqual(try cursor.decode(Bool.self, at: 0), true, "the pull in progress stays for the next leader")
+        XCTAssertEqual(try cursor.decode(Int.self, at: 1), 1)
+        let resumed = try await puller(f).pullIfDue(interval: 3600, budget: .seconds(30), term: LeaderTerm.held(until: .now + .seconds(60)))
+        XCTAssertEqual(resumed?.complete, true)
+        XCTAssertEqual(resumed?.pages, 2)
         await f.stop()
     }
 

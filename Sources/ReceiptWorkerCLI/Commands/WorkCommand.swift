@@ -33,22 +33,29 @@ enum WorkCommand {
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         let options = runtime.options
-        let configuration = queueConfiguration(options)
+        var configuration = queueConfiguration(options)
         let registry = MetricsRegistry()
         let listenURL = try runtime.databaseListenURL()
         let listener = try listenURL.map { try runtime.databaseConfiguration(url: $0, applicationName: "receipt-worker-listen") }
-        let client = try runtime.databaseClient(applicationName: "receipt-worker-work", observer: DatabaseMetrics(registry: registry))
+        // SPEC 8's budget: the lease's own session is one of DATABASE_POOL_SIZE, so renewals never
+        // queue behind completions; a pool of one has no room, and the lease shares it.
+        let poolSize = runtime.databasePoolSize
+        let client = try runtime.databaseClient(applicationName: "receipt-worker-work", maxConnections: poolSize >= 2 ? poolSize - 1 : 1,
+                                                observer: DatabaseMetrics(registry: registry))
         DatabaseMetrics.watch(client, registry: registry)
+        let leaseClient = poolSize >= 2
+            ? LeaderLeaseStore.dedicatedClient(client.configuration, ttl: options.seconds(Settings.leaderTTL)) : client
+        configuration.leaderConnections = poolSize >= 2 ? 1 : 0
         switch options.flag("verifier") ?? "apple" {
         case "noop":
             guard let delay = SettlementWiring.seconds(options.flag("noop-delay") ?? "0") else {
                 throw UsageError("invalid --noop-delay: must be decimal seconds")
             }
-            return try await WorkerProcess(runtime: runtime, client: client, listener: listener, registry: registry,
+            return try await WorkerProcess(runtime: runtime, client: client, leaseClient: leaseClient, listener: listener, registry: registry,
                                            configuration: configuration, handler: NoOpHandler(delay: .seconds(delay))).run()
         case "apple":
             let wiring = try SettlementWiring(runtime: runtime, registry: registry, maxAttempts: configuration.maxAttempts, client: client)
-            var process = WorkerProcess(runtime: runtime, client: client, listener: listener, registry: registry,
+            var process = WorkerProcess(runtime: runtime, client: client, leaseClient: leaseClient, listener: listener, registry: registry,
                                         configuration: configuration, handler: wiring.handler)
             process.extraMaintenance = wiring.maintenance(client: client)
             let webhook = wiring.webhook.map { hook in Task { await hook.run() } }
@@ -78,6 +85,8 @@ enum WorkCommand {
 struct WorkerProcess<Handler: JobHandler>: Sendable {
     let runtime: Runtime
     let client: PostgresClient
+    /// Where the maintenance lease is renewed: its own session, or `client` when the pool is one connection.
+    let leaseClient: PostgresClient
     /// The LISTEN session's configuration; nil polls only.
     let listener: PostgresConfiguration?
     let registry: MetricsRegistry
@@ -97,7 +106,7 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
             CommitWitnessCleaner(store: store, logger: logger),
         ] + extraMaintenance
         let leader = registry.gauge("iap_leader", help: "1 on the process that holds the maintenance lease.")
-        let maintenance = Maintenance(client: client, leaderID: configuration.workerID, tasks: tasks,
+        let maintenance = Maintenance(client: leaseClient, leaderID: configuration.workerID, tasks: tasks,
                                       logger: logger.with(["worker": .string(configuration.workerID)]),
                                       ttl: runtime.options.seconds(Settings.leaderTTL),
                                       dutyInterval: min(2, max(0.2, runtime.options.seconds(Settings.sweepInterval))),
@@ -130,6 +139,7 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
         signals.cancel()
         if let endpoint { await endpoint.shutdown(grace: .seconds(1)) }
         await client.close()
+        if leaseClient !== client { await leaseClient.close() }
         return 0
     }
 }

@@ -126,7 +126,7 @@ enum Settings {
                                                           defaultValue: "10",
                                                           help: "the server ends a session idle inside a transaction this long (its row locks go with it)")
     static let databasePoolSize = Setting(env: "DATABASE_POOL_SIZE", flag: "database-pool-size", kind: .wholeNumber(1...1_000), defaultValue: "4",
-                                          help: "most pooled database connections of this process, whatever the load")
+                                          help: "most pooled database connections of this process, whatever the load (a worker keeps one of them for the leadership lease when there are 2 or more)")
     static let databaseListenURL = Setting(env: "DATABASE_LISTEN_URL", flag: "database-listen-url", kind: .text, defaultValue: nil,
                                            help: "where the LISTEN session connects (default DATABASE_URL; point it past PgBouncer); off = poll only",
                                            secret: true)
@@ -134,7 +134,7 @@ enum Settings {
                                             defaultValue: "0",
                                             help: "deadline of each migration statement; 0 = none (an index build takes as long as it takes)")
     static let leaderTTL = Setting(env: "LEADER_TTL_SECONDS", flag: "leader-ttl", kind: .seconds(0.3...3_600), defaultValue: "15",
-                                   help: "length of the maintenance leadership lease; renewed every third of it")
+                                   help: "length of the maintenance leadership lease; renewed every third of it, each renewal bounded by a third of it")
 
     static let logging = [logFormat, logLevel]
     static let database = [databaseURL, databaseCallTimeout, databaseConnectTimeout, databasePreparedStatements,
