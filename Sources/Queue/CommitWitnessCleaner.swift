@@ -17,7 +17,7 @@ public struct CommitWitnessCleaner: MaintenanceTask {
         self.logger = logger
     }
 
-    public func run() async throws {
+    public func run(term: LeaderTerm) async throws {
         let deleted = try await store.deleteWitnesses(olderThan: retention)
         if deleted > 0 { logger.debug("commit_witnesses_deleted", ["rows": .int(deleted)]) }
     }
