@@ -47,8 +47,10 @@ public final class PrivateReplicaSet: Sendable {
         var standby: Slot? = .b
         /// The slot that held the primary before `promoteStandby()`, until fenced.
         var formerPrimary: Slot?
-        /// Processes stopped by `hangPrimary()` (SIGKILL still ends them; the fence does).
+        /// Processes stopped by `hangPrimary()`, until resumed or fenced.
         var hung: [pid_t] = []
+        /// A fenced hung primary's processes: stopped for good, SIGKILLed when the slot is rebuilt.
+        var fencedHung: [pid_t] = []
         var replicationProxy: FaultProxy?
     }
 
@@ -181,20 +183,32 @@ public final class PrivateReplicaSet: Sendable {
         }
     }
 
-    /// SIGKILL every process of the old primary (stopped ones too) and wipe its data: it can
-    /// never come back as a second primary.
+    /// Wipes the old primary's data so it can never come back as a second primary.
+    ///
+    /// A crashed (or still running) old primary's processes are SIGKILLed. A *hung* one's stay
+    /// stopped until `rebuildStandby()` needs the slot: killed, their sockets would answer with
+    /// RST and "connection refused" at once, turning a hung host into a crashed one from the
+    /// clients' side; stopped, its port keeps completing TCP handshakes that nothing answers, as
+    /// a fenced-off host's address does. That is the case the per-host connect deadline is for.
     public func fenceOldPrimary() async throws {
         guard let slot = state.withLock({ $0.formerPrimary }) else { return }
         let hung = state.withLock { state -> [pid_t] in
-            defer { state.hung = [] }
+            defer {
+                state.fencedHung += state.hung
+                state.hung = []
+            }
             return state.hung
         }
         let data = dataDirectory(slot)
+        let fencedList = directory + "/fenced.pids"
         try await CommandRunner.offPool { [self] in
-            ServerProcesses.killAndWait(ServerProcesses.signalServer(dataDirectory: data, SIGKILL, alsoKnown: hung) + hung)
-            // A killed postmaster leaves its socket's lock file, which would keep the slot's next server from starting.
-            let socket = "\(directory)/.s.PGSQL.\(port(slot))"
-            try CommandRunner.run(["/bin/rm", "-rf", data, socket, socket + ".lock"])
+            if hung.isEmpty {
+                ServerProcesses.killAndWait(ServerProcesses.signalServer(dataDirectory: data, SIGKILL))
+            } else {
+                // For the watchdog: the pids can no longer be read from the wiped postmaster.pid.
+                try hung.map(String.init).joined(separator: " ").write(toFile: fencedList, atomically: true, encoding: .utf8)
+            }
+            try CommandRunner.run(["/bin/rm", "-rf", data])
         }
         state.withLock { $0.formerPrimary = nil }
     }
@@ -205,7 +219,17 @@ public final class PrivateReplicaSet: Sendable {
         if state.withLock({ $0.formerPrimary }) != nil { try await fenceOldPrimary() }
         let (primary, target) = state.withLock { ($0.primary, $0.primary.other) }
         guard state.withLock({ $0.standby }) == nil else { return }
-        try await CommandRunner.offPool { [self] in try buildStandby(in: target, from: primary) }
+        let fenced = state.withLock { state -> [pid_t] in
+            defer { state.fencedHung = [] }
+            return state.fencedHung
+        }
+        try await CommandRunner.offPool { [self] in
+            ServerProcesses.killAndWait(fenced)
+            // A killed postmaster leaves its socket's lock file, which would keep the slot's next server from starting.
+            let socket = "\(directory)/.s.PGSQL.\(port(target))"
+            try CommandRunner.run(["/bin/rm", "-rf", socket, socket + ".lock", directory + "/fenced.pids"])
+            try buildStandby(in: target, from: primary)
+        }
     }
 
     /// Everything stopped and removed (hung processes included). Synchronous so it can run at exit.
@@ -213,7 +237,7 @@ public final class PrivateReplicaSet: Sendable {
         kill(watchdog, SIGTERM)
         var status: Int32 = 0
         waitpid(watchdog, &status, 0)
-        let hung = state.withLock { $0.hung }
+        let hung = state.withLock { $0.hung + $0.fencedHung }
         for slot in [Slot.a, .b] {
             ServerProcesses.killAndWait(ServerProcesses.signalServer(dataDirectory: dataDirectory(slot), SIGKILL))
         }
@@ -304,7 +328,7 @@ public final class PrivateReplicaSet: Sendable {
     private static func killScript(_ directory: String) -> String {
         ["a", "b"].map { slot in
             "p=$(head -n 1 '\(directory)/\(slot)/postmaster.pid' 2>/dev/null) && [ -n \"$p\" ] && { pkill -KILL -P \"$p\"; kill -KILL \"$p\"; }"
-        }.joined(separator: "; ")
+        }.joined(separator: "; ") + "; [ -f '\(directory)/fenced.pids' ] && kill -KILL $(cat '\(directory)/fenced.pids')"
     }
 }
 

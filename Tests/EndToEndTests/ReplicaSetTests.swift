@@ -24,17 +24,25 @@ final class ReplicaSetTests: XCTestCase {
         await standbyB.close()
 
         set.hangPrimary()
+        var hungA = PostgresConfiguration(conninfo: set.directURL(slot: .a, database: "drill"))
+        hungA.connectTimeout = 1
+        do {
+            _ = try await PostgresConnection.connect(hungA)
+            XCTFail("a hung primary answers nothing")
+        } catch {}
         try await set.promoteStandby()
         try await set.fenceOldPrimary()
         XCTAssertEqual(set.primary, .b)
-        let afterFailover = try await PostgresConnection.connect(set.url(database: "drill"))
-        _ = try await afterFailover.query("INSERT INTO t VALUES (2)")
-        let port = try await afterFailover.query("SELECT inet_server_port()")[0].decode(Int.self, at: 0)
-        XCTAssertEqual(port, set.port(.b), "the multi-host URL reaches the promoted standby")
-        await afterFailover.close()
+        let promoted = try await PostgresConnection.connect(set.directURL(slot: .b, database: "drill"))
+        _ = try await promoted.query("INSERT INTO t VALUES (2)")
+        await promoted.close()
 
         try await set.rebuildStandby()
         XCTAssertEqual(set.standby, .a)
+        let afterFailover = try await PostgresConnection.connect(set.url(database: "drill"))
+        let port = try await afterFailover.query("SELECT inet_server_port()")[0].decode(Int.self, at: 0)
+        XCTAssertEqual(port, set.port(.b), "the multi-host URL reaches the promoted standby")
+        await afterFailover.close()
         let standbyA = try await PostgresConnection.connect(set.directURL(slot: .a, database: "drill"))
         let caughtUp = try await eventually(10) { try await standbyA.query("SELECT count(*) FROM t")[0].decode(Int.self, at: 0) == 2 }
         XCTAssertTrue(caughtUp, "the rebuilt standby follows the new primary")
