@@ -74,3 +74,21 @@ final class ReplicaSetTests: XCTestCase {
         await promoted.close()
     }
 }
+
+extension ReplicaSetTests {
+    func testSynchronousCommitsResumeSoonAfterThePrimaryRestarts() async throws {
+        let set = try await PrivateReplicaSet.start()
+        defer { set.stop() }
+        try await set.createDatabase("drill")
+        var configuration = PostgresConfiguration(conninfo: set.directURL(slot: .a, database: "drill"))
+        configuration.callTimeout = 5
+        let writer = PostgresClient(configuration: configuration, maxConnections: 1)
+        _ = try await writer.query("CREATE TABLE t (n int)")
+        try await set.restartPrimary()
+        let started = ContinuousClock.now
+        let committed = try await eventually(20, every: .milliseconds(200)) { (try? await writer.query("INSERT INTO t VALUES (1)")) != nil }
+        XCTAssertTrue(committed, "the standby reconnected, so synchronous commits go through again")
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(5))
+        await writer.close()
+    }
+}
