@@ -24,6 +24,8 @@ public struct NemesisBenchmark: Sendable {
         public var connectTimeout = 10.0
         /// After the feed stops, how long the queue may take to drain.
         public var drainLimit: Duration = .seconds(180)
+        /// Scales every fault's hold and calm: a short test run takes 0.5 to fit every kind in.
+        public var pace = 1.0
         public init() {}
     }
 
@@ -68,8 +70,9 @@ public struct NemesisBenchmark: Sendable {
         let workers = try NemesisFleet(binary: context.binaryPath, count: settings.workers,
                                        environment: workerEnvironment(proxies: proxies, simulator: simulator))
         fleet = workers
+        let patience = Duration.milliseconds(Int((settings.callTimeout + settings.connectTimeout + 20) * 1000))
         let targets = NemesisTargets(set: set, proxies: proxies, fleet: workers, simulator: simulator, database: database,
-                                     appleBackground: Self.appleBackground)
+                                     appleBackground: Self.appleBackground, failoverPatience: patience)
         BenchReport.line("nemesis", "setup", [
             "seed": "\(settings.seed)", "seconds": "\(settings.seconds)", "workers": "\(settings.workers)",
             "receipts_per_s": BenchReport.figure(settings.receiptsPerSecond), "database": "primary + synchronous standby (fsync=off)",

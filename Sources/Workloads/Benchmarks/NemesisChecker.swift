@@ -23,6 +23,8 @@ struct NemesisChecker: Sendable {
         /// Alerts in the table that no worker logged, and logged alert ids the table does not have.
         var alertLinesMissing = 0
         var alertLinesPhantom = 0
+        /// The jobs of alerts no worker logged (where to start reading the logs).
+        var unloggedAlertJobs: [Int] = []
         var applePaidNotSettled = 0
         var longestNoFinish = 0.0
         var passed: Bool {
@@ -61,9 +63,12 @@ struct NemesisChecker: Sendable {
                OR NOT EXISTS (SELECT 1 FROM iap.jobs j WHERE j.user_id = 'nx-l' || substr(p.t, 5)
                               AND j.state = 'attention' AND j.outcome = 'paid_not_credited')
             """, [feed.lostOrder])
-        let alertIDs = Set(try await client.query("SELECT id FROM iap.alerts WHERE kind = 'paid_not_credited'").map { try $0.decode(Int.self, at: 0) })
+        let alerts = try await client.query("SELECT id, job_id FROM iap.alerts WHERE kind = 'paid_not_credited' ORDER BY id")
+            .map { (id: try $0.decode(Int.self, at: 0), job: try $0.decode(Int?.self, at: 1)) }
+        let alertIDs = Set(alerts.map(\.id))
         let logged = Set(fleet.loggedAlertIDs())
         verdict.alertLinesMissing = alertIDs.subtracting(logged).count
+        verdict.unloggedAlertJobs = alerts.filter { !logged.contains($0.id) }.compactMap(\.job)
         verdict.alertLinesPhantom = logged.subtracting(alertIDs).count
         let ledger = Set(try await client.query("SELECT transaction_id FROM iap.credits").map { try $0.decode(String.self, at: 0) })
         let owedAlerts = Set(feed.lostOrder)

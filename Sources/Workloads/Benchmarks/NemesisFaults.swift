@@ -14,6 +14,9 @@ struct NemesisTargets: Sendable {
     let database: NemesisDatabase
     /// Apple's faults between the nemesis's own.
     let appleBackground: AppleSimFaults
+    /// How long a failover waits for the fleet to finish a job on the new primary before the
+    /// old primary's slot is rebuilt anyway.
+    let failoverPatience: Duration
 }
 
 /// A fault as it happened: wall-clock times, to set against the jobs' `finished_at`.
@@ -78,9 +81,27 @@ extension NemesisTargets {
         let healedAt = Date()
         try await set.fenceOldPrimary()
         await database.drop(old)
+        // Rebuilding kills the hung processes, and the kernel then answers for them (RST,
+        // refused): a hung host would become a crashed one. The fleet must find the new
+        // primary while the old one still hangs; the slot is rebuilt after that, or after the
+        // patience runs out.
+        let recovered = try await waitForAFinishedJob(after: healedAt)
         let rebuilding = ContinuousClock.now
         try await set.rebuildStandby()
         return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: healedAt,
-                                  note: [("primary", "\(set.primary)"), ("rebuild_s", BenchReport.figure((ContinuousClock.now - rebuilding).seconds))])
+                                  note: [("primary", "\(set.primary)"), ("fleet_found_new_primary", recovered ? "yes" : "no"),
+                                         ("rebuild_s", BenchReport.figure((ContinuousClock.now - rebuilding).seconds))])
+    }
+
+    private func waitForAFinishedJob(after instant: Date) async throws -> Bool {
+        let deadline = ContinuousClock.now + failoverPatience
+        while ContinuousClock.now < deadline {
+            let finished = try? await database.client.query("SELECT count(*) FROM iap.jobs WHERE finished_at > to_timestamp($1)",
+                                                             [instant.timeIntervalSince1970])[0].decode(Int.self, at: 0)
+            if let finished, finished > 0 { return true }
+            try fleet.restartExited()
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return false
     }
 }

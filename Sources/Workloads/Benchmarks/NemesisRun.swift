@@ -32,15 +32,24 @@ struct NemesisRun: Sendable {
         let times = try await checker.finishTimes()
         report(records, times: times, started: feed.startedAt)
         let unrecovered = records.filter { NemesisTimeline.recovery(times, healedAt: $0.healedAt) == nil }.count
-        let passed = verdict.passed && unrecovered == 0
+        // SPEC 8: after a hung primary's standby is promoted, jobs finish again within the call
+        // deadline + the connect deadline + 10 s.
+        let failoverBound = settings.callTimeout + settings.connectTimeout + 10
+        let slowFailovers = records.filter { record in
+            record.planned.kind == .primaryHungFailover
+                && (NemesisTimeline.recovery(times, healedAt: record.healedAt) ?? .infinity) > failoverBound
+        }.count
+        let passed = verdict.passed && unrecovered == 0 && slowFailovers == 0
         BenchReport.line("nemesis", "summary", [
             ("seed", "\(settings.seed)"), ("faults", "\(records.count)"),
             ("receipts", "\(feed.ordered.count + feed.lostOrder.count)"), ("credited_exactly_once", "\(verdict.creditedExactlyOnce)"),
             ("lost", "\(verdict.lost)"), ("credited_twice", "\(verdict.creditedTwice)"), ("unfinished", "\(verdict.unfinished)"),
             ("alerts_owed", "\(verdict.alertsOwed)"), ("alerts_missing", "\(verdict.alertsMissing)"),
             ("alert_lines_missing", "\(verdict.alertLinesMissing)"), ("alert_lines_phantom", "\(verdict.alertLinesPhantom)"),
+            ("alerts_unlogged_jobs", verdict.unloggedAlertJobs.isEmpty ? "none" : verdict.unloggedAlertJobs.prefix(5).map(String.init).joined(separator: ",")),
             ("apple_paid_not_settled", "\(verdict.applePaidNotSettled)"),
             ("longest_no_finish_s", BenchReport.figure(verdict.longestNoFinish)), ("unrecovered_faults", "\(unrecovered)"),
+            ("failovers_over_bound", "\(slowFailovers)"), ("failover_bound_s", BenchReport.figure(failoverBound)),
             ("feed_failed_batches", "\(feed.failedBatches)"), ("drain_s", BenchReport.figure(drained)),
             ("worker_restarts", "\(targets.fleet.restarts)"), ("unexpected_exits", "\(targets.fleet.unexpectedExits)"),
             ("clean_shutdowns", "\(exits.clean)/\(exits.total)"), ("pass", passed ? "yes" : "no"),
@@ -53,7 +62,7 @@ struct NemesisRun: Sendable {
     private func breakThings(until end: ContinuousClock.Instant, started: ContinuousClock.Instant) async throws -> [NemesisFaultRecord] {
         try await calm(until: ContinuousClock.now + Self.warmUp, started: started)
         var records: [NemesisFaultRecord] = []
-        for fault in NemesisSchedule.make(seed: settings.seed, workers: settings.workers, count: 10_000) {
+        for fault in NemesisSchedule.make(seed: settings.seed, workers: settings.workers, count: 10_000, pace: settings.pace) {
             guard ContinuousClock.now + .milliseconds(Int(fault.hold * 1000)) + .seconds(2) < end else { break }
             Console.endProgress()
             let record = try await targets.apply(fault)

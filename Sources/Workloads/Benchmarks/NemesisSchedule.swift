@@ -48,7 +48,7 @@ struct NemesisPlannedFault: Sendable {
 /// Every kind appears once, in a seeded order, before any repeats, so a short run still
 /// covers them all.
 enum NemesisSchedule {
-    static func make(seed: UInt64, workers: Int, count: Int) -> [NemesisPlannedFault] {
+    static func make(seed: UInt64, workers: Int, count: Int, pace: Double = 1) -> [NemesisPlannedFault] {
         var random = NemesisRandom(seed: seed)
         var kinds = NemesisFaultKind.allCases
         for index in stride(from: kinds.count - 1, to: 0, by: -1) {
@@ -59,7 +59,7 @@ enum NemesisSchedule {
         }
         return kinds.prefix(count).map { kind in
             NemesisPlannedFault(kind: kind, worker: Int(random.next() % UInt64(workers)),
-                                hold: random.uniform(kind.hold), calm: random.uniform(2...4))
+                                hold: random.uniform(kind.hold) * pace, calm: random.uniform(2...4) * pace)
         }
     }
 }
