@@ -27,7 +27,9 @@ struct NemesisRun: Sendable {
         }
         let drained = (ContinuousClock.now - feedEnd).seconds
         let exits = await targets.fleet.stopAll()
-        let checker = NemesisChecker(client: targets.database.client, feed: feed, simulator: targets.simulator, fleet: targets.fleet)
+        let checker = NemesisChecker(client: targets.database.client, feed: feed, simulator: targets.simulator, fleet: targets.fleet,
+                                     kills: records.filter { $0.planned.kind == .workerKill }.map(\.injectedAt),
+                                     killWindow: settings.callTimeout + 1)
         let verdict = try await checker.check()
         let times = try await checker.finishTimes()
         report(records, times: times, started: feed.startedAt)
@@ -46,6 +48,7 @@ struct NemesisRun: Sendable {
             ("lost", "\(verdict.lost)"), ("credited_twice", "\(verdict.creditedTwice)"), ("unfinished", "\(verdict.unfinished)"),
             ("alerts_owed", "\(verdict.alertsOwed)"), ("alerts_missing", "\(verdict.alertsMissing)"),
             ("alert_lines_missing", "\(verdict.alertLinesMissing)"), ("alert_lines_phantom", "\(verdict.alertLinesPhantom)"),
+            ("alert_lines_owed_by_killed_workers", "\(verdict.alertLinesOwedByKilledWorkers)"),
             ("alerts_unlogged_jobs", verdict.unloggedAlertJobs.isEmpty ? "none" : verdict.unloggedAlertJobs.prefix(5).map(String.init).joined(separator: ",")),
             ("apple_paid_not_settled", "\(verdict.applePaidNotSettled)"),
             ("longest_no_finish_s", BenchReport.figure(verdict.longestNoFinish)), ("unrecovered_faults", "\(unrecovered)"),
