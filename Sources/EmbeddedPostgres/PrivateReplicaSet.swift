@@ -115,7 +115,7 @@ public final class PrivateReplicaSet: Sendable {
             try psql(primary, "CREATE DATABASE \(name)")
             // Replayed on the standby too, so a drill may read there at once (asynchronous mode included).
             if let standby {
-                try waitUntil("database on the standby") { try psql(standby, "SELECT count(*) FROM pg_database WHERE datname = '\(name)'") == "1" }
+                try waitUntil("database on the standby") { try psql(standby, "SELECT 1", database: name) == "1" }
             }
         }
     }

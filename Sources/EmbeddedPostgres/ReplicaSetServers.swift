@@ -66,11 +66,11 @@ extension PrivateReplicaSet {
         return settings.joined(separator: " ")
     }
 
-    /// One statement through psql as the superuser; its unaligned output, trimmed.
+    /// One fixed statement through psql as the superuser; its unaligned output, trimmed.
     @discardableResult
-    func psql(_ slot: Slot, _ sql: String) throws -> String {
+    func psql(_ slot: Slot, _ sql: String, database: String = "postgres") throws -> String {
         try CommandRunner.run([binaries.psql, "-X", "-A", "-t", "-h", "127.0.0.1", "-p", "\(port(slot))", "-U", "postgres",
-                               "-d", "postgres", "-c", sql]).trimmingCharacters(in: .whitespacesAndNewlines)
+                               "-d", database, "-c", sql]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     func waitUntil(_ what: String, within seconds: Double = 60, _ condition: () throws -> Bool) throws {

@@ -56,7 +56,6 @@ public struct NemesisBenchmark: Sendable {
         let simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: Self.secret, seed: settings.seed,
                                                                             faults: Self.appleBackground, hangLimit: .seconds(30)))
         var proxies: [FaultProxy] = []
-        var fleet: NemesisFleet?
         let database = NemesisDatabase(set: set, name: Self.databaseName)
         defer {
             WorkerSpawner.killAll()
@@ -69,7 +68,6 @@ public struct NemesisBenchmark: Sendable {
         try simulator.start()
         let workers = try NemesisFleet(binary: context.binaryPath, count: settings.workers,
                                        environment: workerEnvironment(proxies: proxies, simulator: simulator))
-        fleet = workers
         let patience = Duration.milliseconds(Int((settings.callTimeout + settings.connectTimeout + 20) * 1000))
         let targets = NemesisTargets(set: set, proxies: proxies, fleet: workers, simulator: simulator, database: database,
                                      appleBackground: Self.appleBackground, failoverPatience: patience)
@@ -82,7 +80,7 @@ public struct NemesisBenchmark: Sendable {
         let passed = try await NemesisRun(settings: settings, targets: targets).run()
         await simulator.shutdown(grace: .seconds(2))
         await database.close()
-        if passed { fleet?.removeLogs() } else { FileHandle.standardError.write(Data("bench nemesis: logs kept in \(workers.logDirectory)\n".utf8)) }
+        if passed { workers.removeLogs() } else { FileHandle.standardError.write(Data("bench nemesis: logs kept in \(workers.logDirectory)\n".utf8)) }
         return passed
     }
 
