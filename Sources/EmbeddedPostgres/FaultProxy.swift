@@ -102,6 +102,7 @@ public final class FaultProxy: Sendable {
                 if errno == EINTR { continue }
                 return
             }
+            LoopbackSocket.closeOnExec(client)
             if state.withLock({ $0.stopped }) {
                 close(client)
                 return

@@ -6,6 +6,17 @@ import Glibc
 /// IPv4 TCP sockets on this machine, for the stand-ins this module starts: a free port for a
 /// server, a listening socket for the fault proxy, a probe that a server is up.
 enum LoopbackSocket {
+    /// Close-on-exec: a server program we start later (pg_ctl, and the postmaster it leaves
+    /// running) must not inherit the proxy's sockets. An inherited copy keeps a socket open after
+    /// the proxy closes it, so the peer never sees the FIN: a standby whose primary restarted
+    /// kept waiting on a dead walsender and a synchronous primary stopped committing.
+    static let streamType = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+
+    /// Marks a descriptor from `accept` close-on-exec (`accept4` is not in Swift's Glibc).
+    static func closeOnExec(_ fd: Int32) {
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    }
+
     static func address(port: Int, host: String = "127.0.0.1") -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -16,7 +27,7 @@ enum LoopbackSocket {
 
     /// A socket bound to a port the kernel chose (listening when `backlog` is given), and that port.
     static func bound(listenBacklog backlog: Int32? = nil) -> (fd: Int32, port: Int)? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, streamType, 0)
         guard fd >= 0 else { return nil }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -36,7 +47,7 @@ enum LoopbackSocket {
 
     /// A socket connected to `host:port`, or nil when nothing accepts there.
     static func connected(port: Int, host: String = "127.0.0.1") -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, streamType, 0)
         guard fd >= 0 else { return nil }
         var address = address(port: port, host: host)
         let ok = withUnsafePointer(to: &address) { pointer in

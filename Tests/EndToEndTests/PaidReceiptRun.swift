@@ -15,14 +15,29 @@ struct PaidReceiptRun: Sendable {
     let simulator: AppleSimulator
     let count: Int
 
-    static func make(count: Int, latency: SimLatency) async throws -> PaidReceiptRun {
-        let url = try await TestDatabase.fresh()
-        let client = PostgresClient(conninfo: url, maxConnections: 2)
+    /// `database`: the workers' URL of a migrated database (default: a fresh one on the test
+    /// server); `observer`: where the test itself reads and writes (default: `database`).
+    static func make(count: Int, latency: SimLatency, database: String? = nil, observer: String? = nil) async throws -> PaidReceiptRun {
+        let url = if let database { database } else { try await TestDatabase.fresh() }
+        let client = observer.map(Self.observerClient) ?? PostgresClient(conninfo: url, maxConnections: 2)
         let simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: secret, seed: 7,
                                                                              faults: AppleSimFaults(latency: latency)))
         _ = try simulator.start()
         try await PaidReceipts.prepare(client, tag: "fleet", count: count, bundleID: bundleID).enqueue(client)
         return PaidReceiptRun(url: url, client: client, simulator: simulator, count: count)
+    }
+
+    /// The same run, read through `url` from now on (after a failover: the new primary, directly).
+    func observing(_ url: String) -> PaidReceiptRun {
+        PaidReceiptRun(url: self.url, client: Self.observerClient(url), simulator: simulator, count: count)
+    }
+
+    /// Short deadlines: the test must see a hung server as an error, not hang with it.
+    private static func observerClient(_ url: String) -> PostgresClient {
+        var configuration = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-test")
+        configuration.callTimeout = 5
+        configuration.connectTimeout = 3
+        return PostgresClient(configuration: configuration, maxConnections: 2)
     }
 
     /// A worker's environment; `databaseURL` defaults to the database itself.

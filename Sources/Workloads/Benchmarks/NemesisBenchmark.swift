@@ -1,0 +1,104 @@
+import AppleSim
+import EmbeddedPostgres
+import Foundation
+import HTTP
+import Observability
+import Postgres
+
+/// `bench nemesis [--seconds N] [--seed S]` (issue 21): a private primary with a synchronous
+/// streaming standby, worker processes reaching each through a fault proxy, apple-sim in
+/// process, a steady stream of paid receipts, and a seeded schedule of faults, one at a time,
+/// each healed before a short calm: workers SIGKILLed and SIGSTOPped, connections frozen and
+/// reset, PostgreSQL restarted, the primary hung and the standby promoted (the old primary
+/// fenced, then rebuilt as the new standby), Apple down and hanging. Then the feed stops,
+/// the queue drains and `NemesisChecker` compares the ledger with what was paid. One line per
+/// fault with the time the fleet took to recover, one summary line; exit 0 when the check passes.
+public struct NemesisBenchmark: Sendable {
+    public struct Settings: Sendable {
+        public var seconds = 120
+        public var seed: UInt64 = 1
+        public var workers = 3
+        public var receiptsPerSecond = 100.0
+        /// The workers' database deadlines: the production defaults unless a test shortens them.
+        public var callTimeout = 30.0
+        public var connectTimeout = 10.0
+        /// After the feed stops, how long the queue may take to drain.
+        public var drainLimit: Duration = .seconds(180)
+        /// Scales every fault's hold and calm: a short test run takes 0.5 to fit every kind in.
+        public var pace = 1.0
+        public init() {}
+    }
+
+    let context: BenchContext
+    let settings: Settings
+
+    public init(context: BenchContext, settings: Settings? = nil) {
+        self.context = context
+        var fromFlags = Settings()
+        fromFlags.seconds = context.number("seconds", default: fromFlags.seconds)
+        fromFlags.seed = UInt64(context.number("seed", default: Int(fromFlags.seed)))
+        self.settings = settings ?? fromFlags
+    }
+
+    static let databaseName = "nemesis"
+    static let secret = "nemesis-secret"
+    /// Apple between the nemesis's own faults: quick, with a few 500/503s.
+    static let appleBackground = AppleSimFaults(latency: SimLatency(min: .milliseconds(10), max: .milliseconds(50)), errorRate: 0.02)
+
+    public func run() async throws -> Int32 {
+        try await verdict() ? 0 : 1
+    }
+
+    /// Runs the nemesis; true when the check passed.
+    public func verdict() async throws -> Bool {
+        guard let migrator = context.migrator else { throw WorkloadError("bench nemesis: no migrations were given") }
+        let set = try await PrivateReplicaSet.start(.init(synchronous: true))
+        let simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: Self.secret, seed: settings.seed,
+                                                                            faults: Self.appleBackground, hangLimit: .seconds(30)))
+        var proxies: [FaultProxy] = []
+        let database = NemesisDatabase(set: set, name: Self.databaseName)
+        defer {
+            WorkerSpawner.killAll()
+            proxies.forEach { $0.stop() }
+            set.stop()
+        }
+        try await set.createDatabase(Self.databaseName)
+        try await database.client.withConnection { _ = try await migrator.migrate($0) }
+        proxies = try [PrivateReplicaSet.Slot.a, .b].map { try FaultProxy(targetPort: set.port($0)) }
+        try simulator.start()
+        let workers = try NemesisFleet(binary: context.binaryPath, count: settings.workers,
+                                       environment: workerEnvironment(proxies: proxies, simulator: simulator))
+        let patience = Duration.milliseconds(Int((settings.callTimeout + settings.connectTimeout + 20) * 1000))
+        let targets = NemesisTargets(set: set, proxies: proxies, fleet: workers, simulator: simulator, database: database,
+                                     appleBackground: Self.appleBackground, failoverPatience: patience)
+        BenchReport.line("nemesis", "setup", [
+            "seed": "\(settings.seed)", "seconds": "\(settings.seconds)", "workers": "\(settings.workers)",
+            "receipts_per_s": BenchReport.figure(settings.receiptsPerSecond), "database": "primary + synchronous standby (fsync=off)",
+            "db_call_timeout_s": BenchReport.figure(settings.callTimeout), "db_connect_timeout_s": BenchReport.figure(settings.connectTimeout),
+            "lease_s": "10", "logs": workers.logDirectory,
+        ])
+        let passed = try await NemesisRun(settings: settings, targets: targets).run()
+        await simulator.shutdown(grace: .seconds(2))
+        await database.close()
+        if passed { workers.removeLogs() } else { FileHandle.standardError.write(Data("bench nemesis: logs kept in \(workers.logDirectory)\n".utf8)) }
+        return passed
+    }
+
+    private func workerEnvironment(proxies: [FaultProxy], simulator: AppleSimulator) -> [String: String] {
+        [
+            // Both slots through their proxies: libpq finds the primary, whichever slot holds it.
+            "DATABASE_URL": "postgresql://postgres@127.0.0.1:\(proxies[0].port),127.0.0.1:\(proxies[1].port)/\(Self.databaseName)"
+                + "?target_session_attrs=read-write&sslmode=disable",
+            "DATABASE_CALL_TIMEOUT_SECONDS": BenchReport.figure(settings.callTimeout),
+            "DATABASE_CONNECT_TIMEOUT_SECONDS": BenchReport.figure(settings.connectTimeout),
+            "METRICS_LISTEN": "off", "LOG_LEVEL": "info", "LOG_FORMAT": "logfmt",
+            "APPLE_BUNDLE_ID": NemesisFeeder.bundleID, "APPLE_SHARED_SECRET": Self.secret,
+            "APPLE_VERIFY_RECEIPT_URL": simulator.productionURL.absoluteString,
+            "APPLE_VERIFY_RECEIPT_SANDBOX_URL": simulator.sandboxURL.absoluteString,
+            "APPLE_TIMEOUT_SECONDS": "3", "LEASE_SECONDS": "10", "LEADER_TTL_SECONDS": "6",
+            // Room for a receipt caught in several faults in a row before its attempts run out.
+            "RETRY_SCHEDULE": "0.5,1,2,4", "MAX_ATTEMPTS": "15", "SWEEP_INTERVAL_SECONDS": "2",
+            "WORKER_CONCURRENCY": "100", "CLAIM_BATCH": "50", "SHUTDOWN_GRACE_SECONDS": "5",
+        ]
+    }
+}

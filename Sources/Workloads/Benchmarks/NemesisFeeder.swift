@@ -1,0 +1,76 @@
+import AppleSim
+import Foundation
+import Postgres
+
+/// The web tier during the nemesis: every 100 ms the receipts due by then (a steady rate),
+/// each an open order plus its paid receipt, in one transaction. One receipt in
+/// `lostOrderEvery` comes from a buyer with no order (the order id lost on the device): Apple
+/// says paid, nothing can be credited, and a `paid_not_credited` alert is owed. A batch that
+/// fails is sent again as it was (the enqueue's dedup makes that safe) until it commits.
+struct NemesisFeeder: Sendable {
+    static let bundleID = "com.example.nemesis"
+    static let lostOrderEvery = 50
+
+    let database: NemesisDatabase
+    let rate: Double
+
+    struct Feed: Sendable {
+        /// Transaction ids whose receipts were enqueued with their order: each must be credited once.
+        var ordered: [String] = []
+        /// Transaction ids enqueued without an order: each must raise one `paid_not_credited` alert.
+        var lostOrder: [String] = []
+        var failedBatches = 0
+        var startedAt = Date()
+    }
+
+    /// Receipt N: order `nx-oN` of user `nx-uN`, or user `nx-lN` with no order; transaction `nx-tN`.
+    static func transactionID(_ index: Int) -> String { "nx-t\(index)" }
+    static func isLostOrder(_ index: Int) -> Bool { index % lostOrderEvery == lostOrderEvery - 1 }
+
+    func run(until end: ContinuousClock.Instant) async -> Feed {
+        var feed = Feed()
+        let started = ContinuousClock.now
+        var next = 0
+        while ContinuousClock.now < end {
+            let due = Int(rate * (ContinuousClock.now - started).seconds)
+            if due > next {
+                let batch = Array(next..<due)
+                while !Task.isCancelled {
+                    do {
+                        try await enqueue(batch)
+                        break
+                    } catch {
+                        feed.failedBatches += 1
+                        try? await Task.sleep(for: .milliseconds(200))
+                    }
+                }
+                for index in batch {
+                    if Self.isLostOrder(index) { feed.lostOrder.append(Self.transactionID(index)) } else { feed.ordered.append(Self.transactionID(index)) }
+                }
+                next = due
+            }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return feed
+    }
+
+    private func enqueue(_ batch: [Int]) async throws {
+        let ordered = batch.filter { !Self.isLostOrder($0) }
+        let users = batch.map { Self.isLostOrder($0) ? "nx-l\($0)" : "nx-u\($0)" }
+        let orders = batch.map { Self.isLostOrder($0) ? "" : "nx-o\($0)" }
+        let receipts = batch.map {
+            SimReceipt(bundleID: Self.bundleID, transactions: [.init(transactionID: Self.transactionID($0), productID: "coins_100")]).mint()
+        }
+        _ = try await database.client.transaction { connection in
+            _ = try await connection.query("""
+                INSERT INTO iap.orders (order_id, user_id, product_id)
+                SELECT o, u, 'coins_100' FROM unnest($1::text[], $2::text[]) AS x(o, u)
+                ON CONFLICT (order_id) DO NOTHING
+                """, [ordered.map { "nx-o\($0)" }, ordered.map { "nx-u\($0)" }])
+            // An empty order id is enqueued as none (the function's nullif).
+            return try await connection.query("""
+                SELECT count(iap.enqueue_receipt(u, o, r)) FROM unnest($1::text[], $2::text[], $3::text[]) AS x(u, o, r)
+                """, [users, orders, receipts]).count
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import HTTP
+import Observability
+
+/// One nemesis run once everything is up: feed and faults side by side, drain, check, report.
+struct NemesisRun: Sendable {
+    let settings: NemesisBenchmark.Settings
+    let targets: NemesisTargets
+
+    /// Faults start after this much steady work.
+    static let warmUp: Duration = .seconds(5)
+
+    func run() async throws -> Bool {
+        try targets.fleet.startAll()
+        let started = ContinuousClock.now
+        let feedEnd = started + .seconds(settings.seconds)
+        let feeder = NemesisFeeder(database: targets.database, rate: settings.receiptsPerSecond)
+        async let fed = feeder.run(until: feedEnd)
+        let records = try await breakThings(until: feedEnd, started: started)
+        let feed = await fed
+
+        try targets.simulator.setFaults(NemesisBenchmark.appleBackground)
+        let drainDeadline = ContinuousClock.now + settings.drainLimit
+        while ContinuousClock.now < drainDeadline, (try? await unfinished()) != 0 {
+            try targets.fleet.restartExited()
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        let drained = (ContinuousClock.now - feedEnd).seconds
+        let exits = await targets.fleet.stopAll()
+        let checker = NemesisChecker(client: targets.database.client, feed: feed, simulator: targets.simulator, fleet: targets.fleet,
+                                     kills: records.filter { $0.planned.kind == .workerKill }.map(\.injectedAt),
+                                     killWindow: settings.callTimeout + 1)
+        let verdict = try await checker.check()
+        let times = try await checker.finishTimes()
+        report(records, times: times, started: feed.startedAt)
+        let unrecovered = records.filter { NemesisTimeline.recovery(times, healedAt: $0.healedAt) == nil }.count
+        // SPEC 8: after a hung primary's standby is promoted, jobs finish again within the call
+        // deadline + the connect deadline + 10 s.
+        let failoverBound = settings.callTimeout + settings.connectTimeout + 10
+        let slowFailovers = records.filter { record in
+            record.planned.kind == .primaryHungFailover
+                && (NemesisTimeline.recovery(times, healedAt: record.healedAt) ?? .infinity) > failoverBound
+        }.count
+        let passed = verdict.passed && unrecovered == 0 && slowFailovers == 0
+        BenchReport.line("nemesis", "summary", [
+            ("seed", "\(settings.seed)"), ("faults", "\(records.count)"),
+            ("receipts", "\(feed.ordered.count + feed.lostOrder.count)"), ("credited_exactly_once", "\(verdict.creditedExactlyOnce)"),
+            ("lost", "\(verdict.lost)"), ("credited_twice", "\(verdict.creditedTwice)"), ("unfinished", "\(verdict.unfinished)"),
+            ("alerts_owed", "\(verdict.alertsOwed)"), ("alerts_missing", "\(verdict.alertsMissing)"),
+            ("alert_lines_missing", "\(verdict.alertLinesMissing)"), ("alert_lines_phantom", "\(verdict.alertLinesPhantom)"),
+            ("alert_lines_owed_by_killed_workers", "\(verdict.alertLinesOwedByKilledWorkers)"),
+            ("alerts_unlogged_jobs", verdict.unloggedAlertJobs.isEmpty ? "none" : verdict.unloggedAlertJobs.prefix(5).map(String.init).joined(separator: ",")),
+            ("apple_paid_not_settled", "\(verdict.applePaidNotSettled)"),
+            ("longest_no_finish_s", BenchReport.figure(verdict.longestNoFinish)), ("unrecovered_faults", "\(unrecovered)"),
+            ("failovers_over_bound", "\(slowFailovers)"), ("failover_bound_s", BenchReport.figure(failoverBound)),
+            ("feed_failed_batches", "\(feed.failedBatches)"), ("drain_s", BenchReport.figure(drained)),
+            ("worker_restarts", "\(targets.fleet.restarts)"), ("unexpected_exits", "\(targets.fleet.unexpectedExits)"),
+            ("clean_shutdowns", "\(exits.clean)/\(exits.total)"), ("pass", passed ? "yes" : "no"),
+        ])
+        return passed
+    }
+
+    /// The schedule, one fault at a time, until the feed ends (a fault is only started when its
+    /// hold fits before the end).
+    private func breakThings(until end: ContinuousClock.Instant, started: ContinuousClock.Instant) async throws -> [NemesisFaultRecord] {
+        try await calm(until: ContinuousClock.now + Self.warmUp, started: started)
+        var records: [NemesisFaultRecord] = []
+        for fault in NemesisSchedule.make(seed: settings.seed, workers: settings.workers, count: 10_000, pace: settings.pace) {
+            guard ContinuousClock.now + .milliseconds(Int(fault.hold * 1000)) + .seconds(2) < end else { break }
+            Console.endProgress()
+            let record = try await targets.apply(fault)
+            records.append(record)
+            try await calm(until: ContinuousClock.now + .milliseconds(Int(fault.calm * 1000)), started: started)
+        }
+        try await calm(until: end, started: started)
+        Console.endProgress()
+        return records
+    }
+
+    /// Waits, restarting workers that died on their own and showing progress.
+    private func calm(until end: ContinuousClock.Instant, started: ContinuousClock.Instant) async throws {
+        while ContinuousClock.now < end {
+            try targets.fleet.restartExited()
+            let finished = (try? await targets.database.client.query(
+                "SELECT count(*) FROM iap.jobs WHERE state IN ('done', 'failed', 'attention')")[0].decode(Int.self, at: 0)) ?? -1
+            Console.progress("bench nemesis: \(Int((ContinuousClock.now - started).seconds))/\(settings.seconds)s finished=\(finished) primary=\(targets.set.primary)")
+            try await Task.sleep(for: .milliseconds(500))
+        }
+    }
+
+    private func unfinished() async throws -> Int {
+        try await targets.database.client.query("SELECT count(*) FROM iap.jobs WHERE state IN ('queued', 'running', 'retrying', 'timed_out')")[0]
+            .decode(Int.self, at: 0)
+    }
+
+    /// One line per fault: when (seconds into the feed), held how long, recovered how fast.
+    private func report(_ records: [NemesisFaultRecord], times: [Double], started: Date) {
+        for (index, record) in records.enumerated() {
+            let recovery = NemesisTimeline.recovery(times, healedAt: record.healedAt)
+            var fields: [(String, String)] = [
+                ("n", "\(index + 1)"), ("kind", record.planned.kind.rawValue),
+                ("at_s", BenchReport.figure(record.injectedAt.timeIntervalSince(started))),
+                ("held_s", BenchReport.figure(record.healedAt.timeIntervalSince(record.injectedAt))),
+                ("recovered_after_s", recovery.map(BenchReport.figure) ?? "never"),
+                ("stall_s", BenchReport.figure(NemesisTimeline.stall(times, injectedAt: record.injectedAt, healedAt: record.healedAt))),
+            ]
+            if record.planned.kind.targetsWorker { fields.insert(("worker", "\(record.planned.worker)"), at: 2) }
+            BenchReport.line("nemesis", "fault", fields + record.note)
+        }
+    }
+}
