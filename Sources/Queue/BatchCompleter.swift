@@ -29,9 +29,13 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     /// Told when a batch is written or given up, so the worker stops counting those jobs as its own.
     private let held: HeldJobs
 
+    /// Woken when written results free claim slots.
+    private let claimer: WakeSignal
+
     init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger, metrics: QueueMetrics, loops: Int,
-         held: HeldJobs) {
+         held: HeldJobs, claimer: WakeSignal) {
         self.held = held
+        self.claimer = claimer
         self.store = store
         self.handler = handler
         self.configuration = configuration
@@ -79,6 +83,7 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
             if pending.withLock({ !$0.isEmpty }) { wakeOne() }
             await writeWithRetry(batch, deadline: deadline)
             held.letGo(batch.map(\.job.id))
+            claimer.wake()
             outstanding.subtract(batch.count, ordering: .relaxed)
         }
     }

@@ -12,4 +12,7 @@ final class HeldJobs: Sendable {
     func letGo(_ released: some Sequence<Int>) { ids.withLock { $0.subtract(released) } }
 
     var snapshot: [Int] { ids.withLock { Array($0) } }
+
+    /// Leases held, verifying or waiting for their result to be written.
+    var count: Int { ids.withLock { $0.count } }
 }

@@ -66,7 +66,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         self.listener = listener
         completionLoops = configuration.completionLoops(poolSize: store.client.maxConnections)
         completer = BatchCompleter(store: store, handler: handler, configuration: configuration, logger: self.logger, metrics: metrics,
-                                   loops: completionLoops, held: held)
+                                   loops: completionLoops, held: held, claimer: wake)
     }
 
     public convenience init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger,
@@ -141,7 +141,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         var handBackDue = false
         var brokenSeen = store.client.brokenConnectionCount
         while !stopping.load(ordering: .acquiring) {
-            let free = configuration.concurrency - inflight.load(ordering: .acquiring)
+            let free = freeSlots()
             var claimedAll = false
             if free > 0 {
                 let limit = min(free, configuration.claimBatch)
@@ -167,9 +167,17 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
                 }
             }
             // A full batch means more may be waiting: claim again as soon as slots allow.
-            if claimedAll && inflight.load(ordering: .acquiring) < configuration.concurrency { continue }
+            if claimedAll && freeSlots() > 0 { continue }
             _ = await wakeups.next()
         }
+    }
+
+    /// Verifications that may start now. Results waiting to be written still hold their leases:
+    /// they may use up to another `concurrency` of them, so a completer that lags (a slow
+    /// database) stops the claims before the leases it cannot write in time pile up.
+    private func freeSlots() -> Int {
+        let verifying = inflight.load(ordering: .acquiring)
+        return min(configuration.concurrency - verifying, 2 * configuration.concurrency - held.count)
     }
 
     /// One claim; with `handingBack`, in the same round trip as handing back every job leased
