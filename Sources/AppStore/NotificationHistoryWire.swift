@@ -1,7 +1,8 @@
 import Foundation
 
 /// Body of Get Notification History (`POST /inApps/v1/notifications/history`), as Apple spells it.
-/// Dates travel as UNIX milliseconds; Apple keeps 180 days. Give either `transactionId` or
+/// Dates travel as int64 UNIX milliseconds (`AppleTimestamp`: the start truncated, the end rounded
+/// up, so the span loses nothing); Apple keeps 180 days. Give either `transactionId` or
 /// `notificationType`, never both.
 public struct NotificationHistoryRequest: Codable, Sendable, Equatable {
     public var startDate: Date
@@ -39,8 +40,8 @@ public struct NotificationHistoryRequest: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encodeMilliseconds(startDate, forKey: .startDate)
-        try c.encodeMilliseconds(endDate, forKey: .endDate)
+        try c.encodeMilliseconds(startDate, forKey: .startDate, as: AppleTimestamp.start)
+        try c.encodeMilliseconds(endDate, forKey: .endDate, as: AppleTimestamp.end)
         try c.encodeIfPresent(notificationType, forKey: .notificationType)
         try c.encodeIfPresent(notificationSubtype, forKey: .notificationSubtype)
         try c.encodeIfPresent(transactionId, forKey: .transactionId)
