@@ -42,7 +42,6 @@ public struct SimAPIError: Error, Sendable, Equatable, Hashable {
         "InvalidRefundPreferenceError", 400, 4000044, "Invalid request. The refund preference field is invalid.")
     public static let transactionIDNotFound = SimAPIError("TransactionIdNotFoundError", 404, 4040010, "Transaction id not found.")
     public static let rateLimitExceeded = SimAPIError("RateLimitExceededError", 429, 4290000, "Rate limit exceeded.")
-    public static let generalInternal = SimAPIError("GeneralInternalError", 500, 5000000, "An unknown error occurred.")
     public static let generalInternalRetryable = SimAPIError(
         "GeneralInternalRetryableError", 500, 5000001, "An unknown error occurred. Please try again.")
 
@@ -51,7 +50,7 @@ public struct SimAPIError: Error, Sendable, Equatable, Hashable {
         generalBadRequest, invalidTransactionID, startDateTooFarInPast, startDateAfterEndDate, invalidPaginationToken,
         invalidStartDate, invalidEndDate, invalidNotificationType, multipleFiltersSupplied, invalidCustomerConsented,
         invalidDeliveryStatus, invalidSampleContentProvided, invalidRefundPreference, transactionIDNotFound, rateLimitExceeded,
-        generalInternal, generalInternalRetryable,
+        generalInternalRetryable,
     ]
 
     public static func named(code: Int) -> SimAPIError? { table.first { $0.code == code } }

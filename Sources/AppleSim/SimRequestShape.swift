@@ -21,8 +21,9 @@ struct SimFieldRule: Sendable {
 }
 
 struct SimRequestShape: Sendable {
-    let fields: [String: SimFieldRule]
-    let required: [String]
+    /// In the order Apple documents them, which is the order they are checked in.
+    let fields: KeyValuePairs<String, SimFieldRule>
+    let required: Set<String>
 
     /// `NotificationHistoryRequest`.
     static let notificationHistory = SimRequestShape(fields: [
@@ -49,11 +50,12 @@ struct SimRequestShape: Sendable {
     /// The body's members when every one has its documented shape; otherwise Apple's error for the first that does not.
     func check(_ body: [UInt8]) -> Result<[String: JSONValue], SimAPIError> {
         guard case .object(let members)? = try? JSONValue.parse(body) else { return .failure(.generalBadRequest) }
-        for name in required where members[name] == nil || members[name] == .null {
-            return .failure(fields[name]?.error ?? .generalBadRequest)
-        }
-        for (name, value) in members.sorted(by: { $0.key < $1.key }) {
-            guard let rule = fields[name] else { return .failure(.generalBadRequest) }
+        guard Set(members.keys).isSubset(of: fields.map(\.key)) else { return .failure(.generalBadRequest) }
+        for (name, rule) in fields {
+            guard let value = members[name], value != .null else {
+                if required.contains(name) { return .failure(rule.error) }
+                continue
+            }
             guard Self.fits(value, rule.kind) else { return .failure(rule.error) }
         }
         return .success(members)
