@@ -148,8 +148,9 @@ public final class SimServerAPI: Sendable {
                     let fault = s.faults[index]
                     s.faults[index].count -= 1
                     if s.faults[index].count <= 0 { s.faults.remove(at: index) }
-                    if fault.status == 429 { s.retryAfterLog.answered429(at: now, retryAfter: fault.retryAfter) }
-                    return .status(fault.status, error: fault.error, headers: fault.retryAfter.map { [("Retry-After", $0)] } ?? [])
+                    let retryAfter = fault.retryAfterHeader(at: now)
+                    if fault.status == 429 { s.retryAfterLog.answered429(at: now, retryAfter: retryAfter) }
+                    return .status(fault.status, error: fault.error, headers: retryAfter.map { [("Retry-After", $0)] } ?? [])
                 }
             }
             guard let authorization, authorization.hasPrefix("Bearer "),

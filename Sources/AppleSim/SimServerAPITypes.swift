@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import HTTP
 import JSONWire
 
 /// Answers the simulated App Store Server API gives instead of the real one: 429 with a
@@ -7,6 +8,8 @@ import JSONWire
 public struct SimAPIFault: Sendable {
     public var status: Int
     public var retryAfter: String?
+    /// A Retry-After this long after the answer, written as Apple writes it (epoch milliseconds); wins over `retryAfter`.
+    public var retryAfterDelay: Duration?
     public var skip: Int
     public var count: Int
     public var family: AppStoreAPIFamily?
@@ -14,9 +17,23 @@ public struct SimAPIFault: Sendable {
     public init(status: Int, retryAfter: String? = nil, skip: Int = 0, count: Int = 1, family: AppStoreAPIFamily? = nil) {
         self.status = status
         self.retryAfter = retryAfter
+        retryAfterDelay = nil
         self.skip = skip
         self.count = count
         self.family = family
+    }
+
+    /// 429 for one request of `family` after `skip` good ones, resuming `delay` after the answer.
+    public static func rateLimited(for delay: Duration, skip: Int = 0, family: AppStoreAPIFamily? = nil) -> SimAPIFault {
+        var fault = SimAPIFault(status: 429, skip: skip, family: family)
+        fault.retryAfterDelay = delay
+        return fault
+    }
+
+    /// The Retry-After header of an answer given at `now`.
+    func retryAfterHeader(at now: Date) -> String? {
+        guard let retryAfterDelay else { return retryAfter }
+        return String(AppleTimestamp.instant(now.addingTimeInterval(retryAfterDelay.seconds)))
     }
 
     /// Apple's answer for the status: RateLimitExceededError, GeneralInternalRetryableError, none.

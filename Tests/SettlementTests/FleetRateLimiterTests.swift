@@ -109,7 +109,7 @@ final class FleetRateLimiterTests: XCTestCase {
             simulator.serverAPI.register(JWSTransactionPayload(transactionId: id, originalTransactionId: id, bundleId: SettlementFixture.bundleID,
                                                                productId: "coins_100", purchaseDate: Date(), environment: "Production"))
         }
-        simulator.serverAPI.inject(SimAPIFault(status: 429, retryAfter: "2", skip: 2, count: 1, family: .transactionInfo))
+        simulator.serverAPI.inject(.rateLimited(for: .seconds(2), skip: 2, family: .transactionInfo))  // Apple's epoch-ms Retry-After
         let databases = [PostgresClient(conninfo: url, maxConnections: 4), PostgresClient(conninfo: url, maxConnections: 4)]
         let processes = try databases.map { database in
             try AppStoreServerAPIClient(
