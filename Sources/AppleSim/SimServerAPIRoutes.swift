@@ -74,10 +74,14 @@ extension SimServerAPI {
     }
 
     static func queryValue(_ name: String, in query: String?) -> String? {
-        guard let query else { return nil }
+        queryItems(query).first { $0.name == name }?.value
+    }
+
+    private static func queryItems(_ query: String?) -> [URLQueryItem] {
+        guard let query else { return [] }
         var components = URLComponents()
         components.percentEncodedQuery = query
-        return components.queryItems?.first { $0.name == name }?.value
+        return components.queryItems ?? []
     }
 
     private static func json<T: Encodable>(_ value: T) -> HTTPResponse {
@@ -121,9 +125,7 @@ extension SimServerAPI {
     /// Query parameters the endpoint does not document, or a body on a GET, are refused as Apple refuses a
     /// malformed request (GeneralBadRequestError), so nothing the client adds goes unchecked.
     static func refusedShape(_ request: HTTPRequest, query allowed: Set<String>) -> HTTPResponse? {
-        var components = URLComponents()
-        components.percentEncodedQuery = request.query
-        let names = (components.queryItems ?? []).map(\.name)
+        let names = queryItems(request.query).map(\.name)
         let bodyOnGet = request.method == "GET" && !request.body.isEmpty
         guard bodyOnGet || names.contains(where: { !allowed.contains($0) }) || Set(names).count != names.count else { return nil }
         return response(.refused(.generalBadRequest))
