@@ -25,6 +25,11 @@ public struct NotificationHistoryRequest: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey { case startDate, endDate, notificationType, notificationSubtype, transactionId, onlyFailures }
 
+    /// How far back Apple keeps notification history: 180 days in production, 30 in the sandbox.
+    public static func retention(_ environment: AppleEnvironment) -> TimeInterval {
+        (environment == .production ? 180 : 30) * 86_400
+    }
+
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         guard let start = c.millisecondsDate(.startDate), let end = c.millisecondsDate(.endDate) else {

@@ -184,7 +184,10 @@ public final class SimServerAPI: Sendable {
                              environment: StoreKitEnvironment, now: Date = Date()) -> SimHistoryAnswer {
         if let refused = gate(.notificationHistory, authorization: authorization, now: now) { return .refused(refused) }
         let request: NotificationHistoryRequest
-        switch SimRequestShape.notificationHistory.check(body).flatMap({ Self.historyRequest($0, now: now) }) {
+        let checked = SimRequestShape.notificationHistory.check(body).flatMap {
+            Self.historyRequest($0, oldest: now.addingTimeInterval(-NotificationHistoryRequest.retention(environment.appleEnvironment)))
+        }
+        switch checked {
         case .failure(let error): return .refused(.refused(error))
         case .success(let valid): request = valid
         }
@@ -195,13 +198,13 @@ public final class SimServerAPI: Sendable {
     }
 
     /// Apple's checks of a well-typed `NotificationHistoryRequest`: a span that ends after it starts,
-    /// no older than the 180 days Apple keeps, and one filter at most.
-    static func historyRequest(_ members: [String: JSONValue], now: Date) -> Result<NotificationHistoryRequest, SimAPIError> {
+    /// starts no earlier than `oldest` (what Apple keeps), and one filter at most.
+    static func historyRequest(_ members: [String: JSONValue], oldest: Date) -> Result<NotificationHistoryRequest, SimAPIError> {
         guard let start = SimRequestShape.date(members["startDate"]), let end = SimRequestShape.date(members["endDate"]) else {
             return .failure(.generalBadRequest)
         }
         guard start < end else { return .failure(.startDateAfterEndDate) }
-        guard start >= now.addingTimeInterval(-180 * 86_400) else { return .failure(.startDateTooFarInPast) }
+        guard start >= oldest else { return .failure(.startDateTooFarInPast) }
         let type = members["notificationType"]?.stringValue, subtype = members["notificationSubtype"]?.stringValue
         let transactionID = members["transactionId"]?.stringValue
         guard type == nil || transactionID == nil else { return .failure(.multipleFiltersSupplied) }

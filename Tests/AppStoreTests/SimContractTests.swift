@@ -62,7 +62,11 @@ final class SimContractTests: XCTestCase {
                 consumption(#""customerConsented":true,"deliveryStatus":"UNDELIVERED_OTHER","sampleContentProvided":false,"consumptionPercentage":5"#),
             ],
             SimAPIError.invalidTransactionID.code: [Call(method: "GET", path: "inApps/v1/transactions/80.01")],
-            SimAPIError.startDateTooFarInPast.code: [history(start: "\(ms(now.addingTimeInterval(-181 * 86_400)))", end: end)],
+            SimAPIError.startDateTooFarInPast.code: [
+                history(start: "\(ms(now.addingTimeInterval(-181 * 86_400)))", end: end),
+                Call(path: "sandbox/inApps/v1/notifications/history",
+                     body: #"{"startDate":\#(ms(now.addingTimeInterval(-31 * 86_400))),"endDate":\#(end)}"#),  // the sandbox keeps 30 days
+            ],
             SimAPIError.startDateAfterEndDate.code: [history(start: end, end: end), history(start: end, end: start)],
             SimAPIError.invalidPaginationToken.code: [
                 Call(query: tokenQuery, body: #"{"startDate":\#(start),"endDate":\#(end),"onlyFailures":false}"#),
