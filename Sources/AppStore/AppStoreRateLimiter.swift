@@ -12,27 +12,59 @@ public enum AppStoreAPIFamily: String, Sendable, CaseIterable {
 
 /// What the fleet limiter said about one request.
 public enum RateLimitDecision: Sendable, Equatable {
-    /// Send now (any wait for the reserved slot has already been slept).
+    /// Send now (the wait for the reserved slot is over and no pause began meanwhile).
     case granted
     /// No slot within the caller's wait budget: come back after this long.
     case deferred(Duration)
 }
 
-/// One rate limit shared by every process that calls Apple (SPEC 9): a grant per request, and a
+/// A slot the limiter set aside, or why there is none.
+public enum RateLimitReservation: Sendable, Equatable {
+    /// The slot comes after this wait (zero: now).
+    case reserved(after: Duration)
+    /// No slot within the wait budget: the nearest is this far away.
+    case refused(nearest: Duration)
+}
+
+/// One rate limit shared by every process that calls Apple (SPEC 9): a slot per request, and a
 /// fleet-wide pause when Apple answers 429. Implementations: `InMemoryRateLimiter` (one process,
-/// unit tests) and the PostgreSQL one in Settlement (the fleet).
+/// unit tests) and the PostgreSQL one in Settlement (the fleet). Callers use `acquire`.
 public protocol AppStoreRateLimiter: Sendable {
-    /// Reserves the next slot for `family`; waits for it when it is at most `maxWait` away.
-    func acquire(_ family: AppStoreAPIFamily, maxWait: Duration) async throws -> RateLimitDecision
+    /// Sets aside the next slot for `family` if it is at most `maxWait` away (it never falls inside a pause).
+    func reserve(_ family: AppStoreAPIFamily, maxWait: Duration) async throws -> RateLimitReservation
     /// Apple said 429: nobody sends to `family` for `duration`.
     func pause(_ family: AppStoreAPIFamily, for duration: Duration) async throws
+    /// What is left of the fleet's pause of `family` (nil or zero: none).
+    func remainingPause(_ family: AppStoreAPIFamily) async throws -> Duration?
+}
+
+extension AppStoreRateLimiter {
+    /// The one place where a granted slot meets the fleet-wide pause. A slot reserved before a 429
+    /// may come due during Apple's Retry-After; so after waiting for it the request looks at the
+    /// pause again, and if one began meanwhile the slot is void and a new one (after the pause) is
+    /// reserved, within the same wait budget. A slot due now needs no second look: its reservation
+    /// already saw the pause.
+    public func acquire(_ family: AppStoreAPIFamily, maxWait: Duration) async throws -> RateLimitDecision {
+        let deadline = ContinuousClock.now + maxWait
+        while true {
+            switch try await reserve(family, maxWait: max(deadline - ContinuousClock.now, .zero)) {
+            case .refused(let nearest):
+                return .deferred(nearest)
+            case .reserved(let wait):
+                guard wait > .zero else { return .granted }
+                try await Task.sleep(for: wait)
+                guard let paused = try await remainingPause(family), paused > .zero else { return .granted }
+            }
+        }
+    }
 }
 
 /// No limit at all: the default of a client that was given none.
 public struct UnlimitedRateLimiter: AppStoreRateLimiter {
     public init() {}
-    public func acquire(_ family: AppStoreAPIFamily, maxWait: Duration) async throws -> RateLimitDecision { .granted }
+    public func reserve(_ family: AppStoreAPIFamily, maxWait: Duration) async throws -> RateLimitReservation { .reserved(after: .zero) }
     public func pause(_ family: AppStoreAPIFamily, for duration: Duration) async throws {}
+    public func remainingPause(_ family: AppStoreAPIFamily) async throws -> Duration? { nil }
 }
 
 /// The limit as numbers: requests per second, and per hour.
@@ -66,7 +98,7 @@ public final class InMemoryRateLimiter: AppStoreRateLimiter {
         buckets = Mutex([:])
     }
 
-    public func acquire(_ family: AppStoreAPIFamily, maxWait: Duration) async throws -> RateLimitDecision {
+    public func reserve(_ family: AppStoreAPIFamily, maxWait: Duration) async throws -> RateLimitReservation {
         let now = ContinuousClock.now
         let rate: Double = max(limit.perSecond, 0.001)
         let interval: Duration = .milliseconds(Int64((1000 / rate).rounded()))
@@ -92,9 +124,7 @@ public final class InMemoryRateLimiter: AppStoreRateLimiter {
             all[family] = bucket
             return (true, slot - now)
         }
-        guard reserved else { return .deferred(wait) }
-        if wait > .zero { try await Task.sleep(for: wait) }
-        return .granted
+        return reserved ? .reserved(after: wait) : .refused(nearest: wait)
     }
 
     public func pause(_ family: AppStoreAPIFamily, for duration: Duration) async throws {
@@ -104,5 +134,10 @@ public final class InMemoryRateLimiter: AppStoreRateLimiter {
             bucket.pausedUntil = max(bucket.pausedUntil ?? until, until)
             all[family] = bucket
         }
+    }
+
+    public func remainingPause(_ family: AppStoreAPIFamily) async throws -> Duration? {
+        let now = ContinuousClock.now
+        return buckets.withLock { $0[family]?.pausedUntil }.map { $0 - now }
     }
 }

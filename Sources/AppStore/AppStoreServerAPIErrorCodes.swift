@@ -31,7 +31,7 @@ public enum AppStoreServerAPIErrorCodes {
 
     /// Apple's 429 `Retry-After` is the UNIX time in milliseconds when requests may resume;
     /// a small number is read as HTTP delay-seconds, anything else as an HTTP-date. Capped at an hour.
-    static func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
+    public static func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
         guard let text = value?.trimmingCharacters(in: .whitespaces), let number = Double(text), number > 1e11 else {
             return RetryAfter.parse(value, now: now)
         }

@@ -1,7 +1,8 @@
 import Foundation
 
 /// Body of Get Notification History (`POST /inApps/v1/notifications/history`), as Apple spells it.
-/// Dates travel as UNIX milliseconds; Apple keeps 180 days. Give either `transactionId` or
+/// Dates travel as int64 UNIX milliseconds (`AppleTimestamp`: the start truncated, the end rounded
+/// up, so the span loses nothing); Apple keeps 180 days. Give either `transactionId` or
 /// `notificationType`, never both.
 public struct NotificationHistoryRequest: Codable, Sendable, Equatable {
     public var startDate: Date
@@ -24,6 +25,11 @@ public struct NotificationHistoryRequest: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey { case startDate, endDate, notificationType, notificationSubtype, transactionId, onlyFailures }
 
+    /// How far back Apple keeps notification history: 180 days in production, 30 in the sandbox.
+    public static func retention(_ environment: AppleEnvironment) -> TimeInterval {
+        (environment == .production ? 180 : 30) * 86_400
+    }
+
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         guard let start = c.millisecondsDate(.startDate), let end = c.millisecondsDate(.endDate) else {
@@ -39,8 +45,8 @@ public struct NotificationHistoryRequest: Codable, Sendable, Equatable {
 
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encodeMilliseconds(startDate, forKey: .startDate)
-        try c.encodeMilliseconds(endDate, forKey: .endDate)
+        try c.encodeMilliseconds(startDate, forKey: .startDate, as: AppleTimestamp.start)
+        try c.encodeMilliseconds(endDate, forKey: .endDate, as: AppleTimestamp.end)
         try c.encodeIfPresent(notificationType, forKey: .notificationType)
         try c.encodeIfPresent(notificationSubtype, forKey: .notificationSubtype)
         try c.encodeIfPresent(transactionId, forKey: .transactionId)

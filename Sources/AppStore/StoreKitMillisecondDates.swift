@@ -9,11 +9,9 @@ extension KeyedDecodingContainer {
 }
 
 extension KeyedEncodingContainer {
-    /// Whole milliseconds as an integer, anything finer as a decimal number.
-    mutating func encodeMilliseconds(_ date: Date?, forKey key: Key) throws {
+    /// An int64 of milliseconds, as Apple writes and reads every timestamp (`AppleTimestamp`).
+    mutating func encodeMilliseconds(_ date: Date?, forKey key: Key, as role: (Date) -> Int64 = AppleTimestamp.instant) throws {
         guard let date else { return }
-        let ms = date.timeIntervalSince1970 * 1000
-        let whole = ms.rounded()
-        if abs(ms - whole) < 0.001 { try encode(Int64(whole), forKey: key) } else { try encode(ms, forKey: key) }
+        try encode(role(date), forKey: key)
     }
 }

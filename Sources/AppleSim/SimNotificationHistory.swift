@@ -19,7 +19,7 @@ struct SimNotificationHistory: Sendable {
 
     enum Page {
         case page(NotificationHistoryResponse)
-        /// 4000014 InvalidPaginationTokenError.
+        /// 4000014 InvalidPaginationTokenError: unknown, or minted for another request body.
         case invalidToken
     }
 
@@ -49,9 +49,14 @@ struct SimNotificationHistory: Sendable {
         return .page(NotificationHistoryResponse(paginationToken: token, hasMore: hasMore, notificationHistory: Array(items)))
     }
 
+    /// The whole request body: Apple answers a token used with any other body as an invalid token.
     private static func fingerprint(_ request: NotificationHistoryRequest) -> String {
-        let start = Int64(request.startDate.timeIntervalSince1970 * 1000), end = Int64(request.endDate.timeIntervalSince1970 * 1000)
-        return "\(start)-\(end)-\(request.onlyFailures == true)"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let body = (try? encoder.encode(request)) ?? Data()
+        return String(UInt64(bitPattern: Int64(truncatingIfNeeded: body.reduce(into: 14_695_981_039_346_656_037 as UInt64) {
+            $0 = ($0 ^ UInt64($1)) &* 1_099_511_628_211
+        })), radix: 36)
     }
 }
 

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import JSONWire
 import Synchronization
 
 /// The simulator's App Store Server API: Get Transaction Info for transactions it has been told
@@ -30,6 +31,7 @@ public final class SimServerAPI: Sendable {
         var faults: [SimAPIFault] = []
         var requests: [String: Int] = [:]
         var counter = SimRequestCounter()
+        var retryAfterLog = SimRetryAfterLog()
         var history: [StoreKitEnvironment: SimNotificationHistory] = [:]
         /// Apple order id → transaction ids (production).
         var orders: [String: [String]] = [:]
@@ -101,7 +103,12 @@ public final class SimServerAPI: Sendable {
     /// Every App Store Server API request that arrived, by family and by wall-clock second.
     public var apiRequestsTotal: Int { state.withLock { $0.counter.total } }
     public var maxAPIRequestsPerSecond: Int { state.withLock { $0.counter.maxPerSecond } }
-    var apiStatsJSON: [String: Any] { state.withLock { $0.counter.json } }
+    var apiStatsJSON: [String: Any] {
+        state.withLock { s in s.counter.json.merging(["after_429": s.retryAfterLog.json]) { $1 } }
+    }
+    /// What followed each 429 apple-sim answered: requests that arrived during its Retry-After (Apple
+    /// would count them against us) and how long until the next request came.
+    public var retryAfterReports: [SimRetryAfterLog.Report] { state.withLock { $0.retryAfterLog.reports } }
 
     /// A notification the simulated App Store sent at `sentAt`; `delivered: false` means it never
     /// reached the developer's server (Get Notification History with onlyFailures lists it).
@@ -123,7 +130,9 @@ public final class SimServerAPI: Sendable {
 
     enum Answer {
         case signed(JWSTransactionPayload)
-        case status(Int, errorCode: Int?, headers: [(String, String)])
+        case status(Int, error: SimAPIError?, headers: [(String, String)])
+
+        static func refused(_ error: SimAPIError) -> Answer { .status(error.status, error: error, headers: []) }
     }
 
     /// What every API request goes through first, as Apple's front door does: the per-second count,
@@ -131,6 +140,7 @@ public final class SimServerAPI: Sendable {
     func gate(_ family: AppStoreAPIFamily, authorization: String?, now: Date = Date()) -> Answer? {
         state.withLock { s -> Answer? in
             s.counter.record(family.rawValue, at: now)
+            s.retryAfterLog.arrived(at: now)
             if let index = s.faults.firstIndex(where: { $0.family == nil || $0.family == family }) {
                 if s.faults[index].skip > 0 {
                     s.faults[index].skip -= 1
@@ -138,14 +148,16 @@ public final class SimServerAPI: Sendable {
                     let fault = s.faults[index]
                     s.faults[index].count -= 1
                     if s.faults[index].count <= 0 { s.faults.remove(at: index) }
-                    return .status(fault.status, errorCode: fault.errorCode, headers: fault.retryAfter.map { [("Retry-After", $0)] } ?? [])
+                    let retryAfter = fault.retryAfterHeader(at: now)
+                    if fault.status == 429 { s.retryAfterLog.answered429(at: now, retryAfter: retryAfter) }
+                    return .status(fault.status, error: fault.error, headers: retryAfter.map { [("Retry-After", $0)] } ?? [])
                 }
             }
             guard let authorization, authorization.hasPrefix("Bearer "),
                   (try? AppStoreJWT.verify(String(authorization.dropFirst(7)), publicKey: s.credentials.publicKey, now: now,
                                            expectedKeyID: s.credentials.keyID, expectedIssuer: s.credentials.issuerID,
                                            expectedBundleID: s.credentials.bundleID)) != nil else {
-                return .status(401, errorCode: nil, headers: [])  // Apple answers 401 with no body
+                return .status(401, error: nil, headers: [])  // Apple answers 401 with no body
             }
             return nil
         }
@@ -153,8 +165,8 @@ public final class SimServerAPI: Sendable {
 
     func getTransactionInfo(id: String, authorization: String?, environment: StoreKitEnvironment, now: Date = Date()) -> Answer {
         let answer = gate(.transactionInfo, authorization: authorization, now: now) ?? state.withLock { s -> Answer in
-            guard Self.isValidID(id) else { return .status(400, errorCode: 4000006, headers: []) }
-            guard let payload = s.transactions[environment]?[id] else { return .status(404, errorCode: 4040010, headers: []) }
+            guard Self.isValidID(id) else { return .refused(.invalidTransactionID) }
+            guard let payload = s.transactions[environment]?[id] else { return .refused(.transactionIDNotFound) }
             return .signed(payload)
         }
         let status = if case .status(let code, _, _) = answer { code } else { 200 }
@@ -169,30 +181,50 @@ public final class SimServerAPI: Sendable {
     // MARK: Get Notification History, Send Consumption Information, Look Up Order ID
 
     func notificationHistory(_ body: [UInt8], token: String?, authorization: String?,
-                             environment: StoreKitEnvironment) -> SimHistoryAnswer {
-        if let refused = gate(.notificationHistory, authorization: authorization) { return .refused(refused) }
-        guard let request = try? JSONDecoder().decode(NotificationHistoryRequest.self, from: Data(body)) else {
-            return .refused(.status(400, errorCode: 4000000, headers: []))
+                             environment: StoreKitEnvironment, now: Date = Date()) -> SimHistoryAnswer {
+        if let refused = gate(.notificationHistory, authorization: authorization, now: now) { return .refused(refused) }
+        let request: NotificationHistoryRequest
+        let checked = SimRequestShape.notificationHistory.check(body).flatMap {
+            Self.historyRequest($0, oldest: now.addingTimeInterval(-NotificationHistoryRequest.retention(environment.appleEnvironment)))
         }
-        guard request.startDate < request.endDate else { return .refused(.status(400, errorCode: 4000013, headers: [])) }
-        guard request.startDate >= Date().addingTimeInterval(-180 * 86_400) else { return .refused(.status(400, errorCode: 4000012, headers: [])) }
+        switch checked {
+        case .failure(let error): return .refused(.refused(error))
+        case .success(let valid): request = valid
+        }
         switch state.withLock({ $0.history[environment, default: SimNotificationHistory()] }).page(request, token: token) {
         case .page(let page): return .page(page)
-        case .invalidToken: return .refused(.status(400, errorCode: 4000014, headers: []))
+        case .invalidToken: return .refused(.refused(.invalidPaginationToken))
         }
+    }
+
+    /// Apple's checks of a well-typed `NotificationHistoryRequest`: a span that ends after it starts,
+    /// starts no earlier than `oldest` (what Apple keeps), and one filter at most.
+    static func historyRequest(_ members: [String: JSONValue], oldest: Date) -> Result<NotificationHistoryRequest, SimAPIError> {
+        guard let start = SimRequestShape.date(members["startDate"]), let end = SimRequestShape.date(members["endDate"]) else {
+            return .failure(.generalBadRequest)
+        }
+        guard start < end else { return .failure(.startDateAfterEndDate) }
+        guard start >= oldest else { return .failure(.startDateTooFarInPast) }
+        let type = members["notificationType"]?.stringValue, subtype = members["notificationSubtype"]?.stringValue
+        let transactionID = members["transactionId"]?.stringValue
+        guard type == nil || transactionID == nil else { return .failure(.multipleFiltersSupplied) }
+        guard subtype == nil || type != nil else { return .failure(.invalidNotificationType) }
+        var onlyFailures: Bool?
+        if case .bool(let flag)? = members["onlyFailures"] { onlyFailures = flag }
+        return .success(NotificationHistoryRequest(startDate: start, endDate: end, notificationType: type, notificationSubtype: subtype,
+                                                   transactionId: transactionID, onlyFailures: onlyFailures))
     }
 
     func consumption(_ body: [UInt8], transactionID: String, authorization: String?, environment: StoreKitEnvironment) -> Answer {
         if let refused = gate(.consumption, authorization: authorization) { return refused }
-        let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:]
-        switch SimConsumptionAnswer.validate(object) {
-        case .failure(let error): return .status(400, errorCode: error.code, headers: [])
+        switch SimRequestShape.consumption.check(body).flatMap(SimConsumptionAnswer.validate) {
+        case .failure(let error): return .refused(error)
         case .success(let request):
             return state.withLock { s -> Answer in
-                guard Self.isValidID(transactionID) else { return .status(400, errorCode: 4000006, headers: []) }
-                guard s.transactions[environment]?[transactionID] != nil else { return .status(404, errorCode: 4040010, headers: []) }
+                guard Self.isValidID(transactionID) else { return .refused(.invalidTransactionID) }
+                guard s.transactions[environment]?[transactionID] != nil else { return .refused(.transactionIDNotFound) }
                 s.consumption.append(SimConsumptionAnswer(transactionID: transactionID, request: request, receivedAt: Date()))
-                return .status(202, errorCode: nil, headers: [])
+                return .status(202, error: nil, headers: [])
             }
         }
     }

@@ -12,13 +12,14 @@ import HTTP
 extension SimServerAPI {
     public func addRoutes(to router: inout HTTPRouter) {
         router.get("/inApps/v1/transactions/{id}") { [self] request, params in
-            respond(params["id"] ?? "", request, environment: .production)
+            Self.refusedShape(request, query: []) ?? respond(params["id"] ?? "", request, environment: .production)
         }
         router.get("/sandbox/inApps/v1/transactions/{id}") { [self] request, params in
-            respond(params["id"] ?? "", request, environment: .sandbox)
+            Self.refusedShape(request, query: []) ?? respond(params["id"] ?? "", request, environment: .sandbox)
         }
         for (prefix, environment) in [("", StoreKitEnvironment.production), ("/sandbox", .sandbox)] {
             router.post("\(prefix)/inApps/v1/notifications/history") { [self] request, _ in
+                if let refused = Self.refusedShape(request, query: ["paginationToken"]) { return refused }
                 switch notificationHistory(request.body, token: Self.queryValue("paginationToken", in: request.query),
                                            authorization: request.header("Authorization"), environment: environment) {
                 case .page(let page): return Self.json(page)
@@ -26,11 +27,12 @@ extension SimServerAPI {
                 }
             }
             router.add("PUT", "\(prefix)/inApps/v2/transactions/consumption/{id}") { [self] request, params in
-                Self.response(consumption(request.body, transactionID: params["id"] ?? "", authorization: request.header("Authorization"),
+                Self.refusedShape(request, query: []) ?? Self.response(consumption(request.body, transactionID: params["id"] ?? "", authorization: request.header("Authorization"),
                                           environment: environment))
             }
         }
         router.get("/inApps/v1/lookup/{orderId}") { [self] request, params in
+            if let refused = Self.refusedShape(request, query: []) { return refused }
             switch lookUpOrder(params["orderId"] ?? "", authorization: request.header("Authorization")) {
             case .refused(let answer): return Self.response(answer)
             case .found(let payloads):
@@ -64,18 +66,22 @@ extension SimServerAPI {
 
     /// A status answer as Apple sends it: JSON `errorCode`/`errorMessage` when there is a code.
     static func response(_ answer: Answer) -> HTTPResponse {
-        guard case .status(let status, let code, let headers) = answer else { return .error(status: 500, "unexpected answer") }
-        var response = code.map { Self.json(["errorCode": $0, "errorMessage": Self.message($0)], status: status) }
+        guard case .status(let status, let error, let headers) = answer else { return .error(status: 500, "unexpected answer") }
+        var response = error.map { Self.json(["errorCode": $0.code, "errorMessage": $0.message], status: status) }
             ?? HTTPResponse(status: status)
         response.headers += headers.map { (name: $0.0, value: $0.1) }
         return response
     }
 
     static func queryValue(_ name: String, in query: String?) -> String? {
-        guard let query else { return nil }
+        queryItems(query).first { $0.name == name }?.value
+    }
+
+    private static func queryItems(_ query: String?) -> [URLQueryItem] {
+        guard let query else { return [] }
         var components = URLComponents()
         components.percentEncodedQuery = query
-        return components.queryItems?.first { $0.name == name }?.value
+        return components.queryItems ?? []
     }
 
     private static func json<T: Encodable>(_ value: T) -> HTTPResponse {
@@ -116,20 +122,13 @@ extension SimServerAPI {
         return Self.json(["signedPayload": jws])
     }
 
-    static func message(_ code: Int) -> String {
-        switch code {
-        case 4040010: "Transaction id not found."
-        case 4000006: "Invalid transaction id."
-        case 4290000: "Rate limit exceeded."
-        case 4000035: "Invalid customer consented."
-        case 4000036: "Invalid delivery status."
-        case 4000041: "Invalid sample content provided."
-        case 4000014: "Invalid pagination token."
-        case 4000012: "Start date too far in past."
-        case 4000013: "Start date after end date."
-        case 5000001: "An unknown error occurred. Please try again."
-        default: "Error."
-        }
+    /// Query parameters the endpoint does not document, or a body on a GET, are refused as Apple refuses a
+    /// malformed request (GeneralBadRequestError), so nothing the client adds goes unchecked.
+    static func refusedShape(_ request: HTTPRequest, query allowed: Set<String>) -> HTTPResponse? {
+        let names = queryItems(request.query).map(\.name)
+        let bodyOnGet = request.method == "GET" && !request.body.isEmpty
+        guard bodyOnGet || names.contains(where: { !allowed.contains($0) }) || Set(names).count != names.count else { return nil }
+        return response(.refused(.generalBadRequest))
     }
 
     static func json(_ object: [String: Any], status: Int = 200) -> HTTPResponse {

@@ -1,11 +1,15 @@
 import AppStore
 import Foundation
+import HTTP
+import JSONWire
 
 /// Answers the simulated App Store Server API gives instead of the real one: 429 with a
 /// `Retry-After`, or a 5xx, for `count` requests after `skip` good ones (of one family, or any).
 public struct SimAPIFault: Sendable {
     public var status: Int
     public var retryAfter: String?
+    /// A Retry-After this long after the answer, written as Apple writes it (epoch milliseconds); wins over `retryAfter`.
+    public var retryAfterDelay: Duration?
     public var skip: Int
     public var count: Int
     public var family: AppStoreAPIFamily?
@@ -13,16 +17,30 @@ public struct SimAPIFault: Sendable {
     public init(status: Int, retryAfter: String? = nil, skip: Int = 0, count: Int = 1, family: AppStoreAPIFamily? = nil) {
         self.status = status
         self.retryAfter = retryAfter
+        retryAfterDelay = nil
         self.skip = skip
         self.count = count
         self.family = family
     }
 
-    /// Apple's errorCode for the status: RateLimitExceededError, GeneralInternalRetryableError, none.
-    var errorCode: Int? {
+    /// 429 for one request of `family` after `skip` good ones, resuming `delay` after the answer.
+    public static func rateLimited(for delay: Duration, skip: Int = 0, family: AppStoreAPIFamily? = nil) -> SimAPIFault {
+        var fault = SimAPIFault(status: 429, skip: skip, family: family)
+        fault.retryAfterDelay = delay
+        return fault
+    }
+
+    /// The Retry-After header of an answer given at `now`.
+    func retryAfterHeader(at now: Date) -> String? {
+        guard let retryAfterDelay else { return retryAfter }
+        return String(AppleTimestamp.instant(now.addingTimeInterval(retryAfterDelay.seconds)))
+    }
+
+    /// Apple's answer for the status: RateLimitExceededError, GeneralInternalRetryableError, none.
+    var error: SimAPIError? {
         switch status {
-        case 429: 4290000
-        case 500: 5000001
+        case 429: .rateLimitExceeded
+        case 500: .generalInternalRetryable
         default: nil
         }
     }
@@ -34,33 +52,19 @@ public struct SimConsumptionAnswer: Sendable, Equatable {
     public let request: ConsumptionRequest
     public let receivedAt: Date
 
-    /// Apple's checks of a `ConsumptionRequest`, with the errorCode each failure gets.
-    static func validate(_ object: [String: Any]) -> Result<ConsumptionRequest, SimErrorCode> {
-        guard let consented = object["customerConsented"] as? Bool, consented else { return .failure(SimErrorCode(4000035)) }
-        guard let delivery = (object["deliveryStatus"] as? String).flatMap(DeliveryStatus.init(rawValue:)) else {
-            return .failure(SimErrorCode(4000036))
-        }
-        guard let sample = object["sampleContentProvided"] as? Bool else { return .failure(SimErrorCode(4000041)) }
-        var percentage: Int?
-        if let value = object["consumptionPercentage"] {
-            guard let number = value as? Int, (0...ConsumptionRequest.fullConsumption).contains(number) else {
-                return .failure(SimErrorCode(4000000))
-            }
-            percentage = number
-        }
-        var preference: RefundPreference?
-        if let value = object["refundPreference"] {
-            guard let parsed = (value as? String).flatMap(RefundPreference.init(rawValue:)) else { return .failure(SimErrorCode(4000000)) }
-            preference = parsed
-        }
+    /// Apple's checks of a well-typed `ConsumptionRequest` (`SimRequestShape.consumption`): consent given,
+    /// and a percentage of 0 for anything not delivered (UndeliveredConsumptionPercentageNonZeroError,
+    /// answered like the out-of-range percentage, see `SimRequestShape.consumption`).
+    static func validate(_ members: [String: JSONValue]) -> Result<ConsumptionRequest, SimAPIError> {
+        guard members["customerConsented"] == .bool(true) else { return .failure(.invalidCustomerConsented) }
+        guard let delivery = members["deliveryStatus"]?.stringValue.flatMap(DeliveryStatus.init(rawValue:)),
+              case .bool(let sample)? = members["sampleContentProvided"] else { return .failure(.generalBadRequest) }
+        let percentage = members["consumptionPercentage"]?.int64Value.map { Int($0) }
+        guard delivery == .delivered || (percentage ?? 0) == 0 else { return .failure(.generalBadRequest) }
         return .success(ConsumptionRequest(customerConsented: true, consumptionPercentage: percentage, deliveryStatus: delivery,
-                                           refundPreference: preference, sampleContentProvided: sample))
+                                           refundPreference: members["refundPreference"]?.stringValue.flatMap(RefundPreference.init(rawValue:)),
+                                           sampleContentProvided: sample))
     }
-}
-
-struct SimErrorCode: Error {
-    let code: Int
-    init(_ code: Int) { self.code = code }
 }
 
 enum SimHistoryAnswer {

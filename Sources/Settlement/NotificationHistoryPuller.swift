@@ -26,8 +26,8 @@ public struct NotificationHistoryPuller: Sendable {
     /// The first periodic pull looks this far back; later ones start this much before the last one ended.
     public static let firstLookBack: TimeInterval = 86_400
     public static let overlap: TimeInterval = 600
-    /// Apple keeps 180 days; a start a little inside that is never refused as too far in the past.
-    static let oldestStart: TimeInterval = 179 * 86_400
+    /// Apple keeps 180 days (30 in the sandbox); a start a day inside that is never refused as too far in the past.
+    var oldestStart: TimeInterval { NotificationHistoryRequest.retention(environment) - 86_400 }
     /// Consecutive retryable failures of one page before the pull gives up (its cursor stays).
     static let maxConsecutiveFailures = 8
 
@@ -49,7 +49,7 @@ public struct NotificationHistoryPuller: Sendable {
 
     /// `notifications backfill --since`: one pull of the last `since` seconds, now, outside the cursor.
     public func backfill(since: TimeInterval, now: Date = Date()) async throws -> Counts {
-        let span = DateInterval(start: max(now.addingTimeInterval(-since), now.addingTimeInterval(-Self.oldestStart)), end: now)
+        let span = DateInterval(start: max(now.addingTimeInterval(-since), now.addingTimeInterval(-oldestStart)), end: now)
         var token: String?
         return try await pull(span, from: { token }, budget: nil, maxPages: .max, save: { page, next, connection in
             token = next
@@ -69,7 +69,7 @@ public struct NotificationHistoryPuller: Sendable {
         if cursor.span == nil {
             if let completed = cursor.completedAt, now.timeIntervalSince(completed) < interval { return nil }
             let start = cursor.pulledUntil.map { $0.addingTimeInterval(-Self.overlap) } ?? now.addingTimeInterval(-Self.firstLookBack)
-            let span = DateInterval(start: max(start, now.addingTimeInterval(-Self.oldestStart)), end: max(now, start))
+            let span = DateInterval(start: max(start, now.addingTimeInterval(-oldestStart)), end: max(now, start))
             try await store.begin(environment, span: span, client: client)
             cursor = try await store.cursor(environment, client: client)
         }

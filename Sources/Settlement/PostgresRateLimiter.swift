@@ -17,17 +17,26 @@ public struct PostgresRateLimiter: AppStoreRateLimiter {
 
     static let grantSQL = "SELECT granted, wait_seconds FROM iap.appstore_api_grant($1, $2, $3, $4)"
     static let pauseSQL = "SELECT iap.appstore_api_pause($1, $2)"
+    static let remainingPauseSQL = """
+        SELECT extract(epoch FROM paused_until - clock_timestamp())::float8 FROM iap.appstore_api_limits
+        WHERE family = $1 AND paused_until > clock_timestamp()
+        """
 
-    public func acquire(_ family: AppStoreAPIFamily, maxWait: Duration) async throws -> RateLimitDecision {
+    public func reserve(_ family: AppStoreAPIFamily, maxWait: Duration) async throws -> RateLimitReservation {
         let row = try await client.query(Self.grantSQL, [family.rawValue, limit.perSecond, limit.perHour, maxWait.seconds])[0]
-        let wait = Duration.milliseconds(Int64((max(try row.decode(Double.self, at: 1), 0) * 1000).rounded(.up)))
-        guard try row.decode(Bool.self, at: 0) else { return .deferred(wait) }
-        // The slot is ours: sleeping until it comes keeps the fleet's requests spaced at the rate.
-        if wait > .zero { try await Task.sleep(for: wait) }
-        return .granted
+        let wait = Self.duration(try row.decode(Double.self, at: 1))
+        return try row.decode(Bool.self, at: 0) ? .reserved(after: wait) : .refused(nearest: wait)
     }
 
     public func pause(_ family: AppStoreAPIFamily, for duration: Duration) async throws {
         _ = try await client.query(Self.pauseSQL, [family.rawValue, duration.seconds])
+    }
+
+    public func remainingPause(_ family: AppStoreAPIFamily) async throws -> Duration? {
+        try await client.query(Self.remainingPauseSQL, [family.rawValue]).first.map { Self.duration(try $0.decode(Double.self, at: 0)) }
+    }
+
+    private static func duration(_ seconds: Double) -> Duration {
+        .milliseconds(Int64((max(seconds, 0) * 1000).rounded(.up)))
     }
 }

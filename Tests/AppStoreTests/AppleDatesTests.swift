@@ -30,3 +30,26 @@ final class AppleDatesTests: XCTestCase {
         XCTAssertNil(AppleDates.fromMilliseconds("-5"))
     }
 }
+
+/// Every date we send Apple is an int64 of milliseconds (SPEC 9): `notifications backfill --since 72h`
+/// once sent `{"endDate":1795609199300.5122,…,"startDate":1795349999300.5122}` and Apple refused it.
+final class AppleTimestampTests: XCTestCase {
+    func testHistorySpanGoesOutAsWholeMillisecondsThatLoseNothing() throws {
+        let request = NotificationHistoryRequest(startDate: Date(timeIntervalSince1970: 1_795_349_999.300_512_2),
+                                                 endDate: Date(timeIntervalSince1970: 1_795_609_199.300_512_2), onlyFailures: true)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let body = String(decoding: try encoder.encode(request), as: UTF8.self)
+        XCTAssertEqual(body, #"{"endDate":1795609199301,"onlyFailures":true,"startDate":1795349999300}"#,
+                       "the start truncated toward the past, the end rounded toward the future")
+    }
+
+    func testRolesRoundTheirOwnWay() {
+        let date = Date(timeIntervalSince1970: 1_700_000_000.000_4)
+        XCTAssertEqual(AppleTimestamp.start(date), 1_700_000_000_000)
+        XCTAssertEqual(AppleTimestamp.end(date), 1_700_000_000_001)
+        XCTAssertEqual(AppleTimestamp.instant(date), 1_700_000_000_000)
+        let whole = Date(timeIntervalSince1970: 1_700_000_000.5)
+        XCTAssertEqual(AppleTimestamp.start(whole), AppleTimestamp.end(whole), "a whole millisecond is itself either way")
+    }
+}

@@ -1,4 +1,5 @@
 import AppStore
+import AppleSim
 import Foundation
 import HTTP
 import Postgres
@@ -74,5 +75,72 @@ final class FleetRateLimiterTests: XCTestCase {
         try await limiter.pause(.transactionInfo, for: .seconds(60))
         let decision = try await limiter.acquire(.transactionInfo, maxWait: .seconds(1))
         guard case .deferred = decision else { return XCTFail("\(decision)") }
+    }
+
+    /// Issue 22: a request that reserved its slot before another process got a 429 must not leave
+    /// during the Retry-After when its slot comes: after its wait it looks at the pause again.
+    func testASlotReservedBeforeA429WaitsOutThePause() async throws {
+        let url = try await TestDatabase.fresh()
+        let limit = AppStoreRateLimit(perSecond: 2, perHour: 100_000)
+        let one = PostgresClient(conninfo: url, maxConnections: 2), other = PostgresClient(conninfo: url, maxConnections: 2)
+        let waiting = PostgresRateLimiter(client: one, limit: limit), throttled = PostgresRateLimiter(client: other, limit: limit)
+        let first = try await waiting.acquire(.transactionInfo, maxWait: .seconds(10))
+        XCTAssertEqual(first, .granted, "the slot now; the next is 0.5 s away")
+        let started = ContinuousClock.now
+        async let second = waiting.acquire(.transactionInfo, maxWait: .seconds(10))
+        try await Task.sleep(for: .milliseconds(200))
+        try await throttled.pause(.transactionInfo, for: .seconds(2))  // the other process got 429, Retry-After 2 s
+        let granted = try await second
+        XCTAssertEqual(granted, .granted)
+        XCTAssertGreaterThanOrEqual((ContinuousClock.now - started).seconds, 2.15, "not at its slot (0.5 s) but after the pause (0.2 + 2 s)")
+        await one.close()
+        await other.close()
+    }
+
+    /// Issue 22 end to end: two processes (two clients, two limiters on one database) send 12 Get
+    /// Transaction Info requests at a shared 4/s; apple-sim answers the third with 429 and a 2 s
+    /// Retry-After. No request reaches it during those 2 s, and every request succeeds after them.
+    func testNoRequestOfAnyProcessReachesAppleDuringRetryAfter() async throws {
+        let url = try await TestDatabase.fresh()
+        let simulator = AppleSimulator()
+        _ = try simulator.start()
+        let ids = (1...12).map { "77000000000000\(String(format: "%02d", $0))" }
+        for id in ids {
+            simulator.serverAPI.register(JWSTransactionPayload(transactionId: id, originalTransactionId: id, bundleId: SettlementFixture.bundleID,
+                                                               productId: "coins_100", purchaseDate: Date(), environment: "Production"))
+        }
+        simulator.serverAPI.inject(.rateLimited(for: .seconds(2), skip: 2, family: .transactionInfo))  // Apple's epoch-ms Retry-After
+        let databases = [PostgresClient(conninfo: url, maxConnections: 4), PostgresClient(conninfo: url, maxConnections: 4)]
+        let processes = try databases.map { database in
+            try AppStoreServerAPIClient(
+                configuration: AppStoreServerAPIConfiguration(
+                    productionURL: simulator.baseURL, sandboxURL: simulator.baseURL.appendingPathComponent("sandbox"),
+                    issuerID: SimServerAPI.defaultIssuerID, keyID: SimServerAPI.defaultKeyID, bundleID: SettlementFixture.bundleID,
+                    privateKey: simulator.serverAPI.apiPrivateKey, sandboxFallback: false),
+                limiter: PostgresRateLimiter(client: database, limit: AppStoreRateLimit(perSecond: 4, perHour: 100_000)))
+        }
+        let found = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for (index, id) in ids.enumerated() {
+                let api = processes[index % 2]
+                group.addTask {
+                    for _ in 0..<10 {  // as a job would be retried: after Apple's or the fleet's wait
+                        switch await api.getTransactionInfo(transactionID: id) {
+                        case .found: return true
+                        case .retry(_, _, let after): try await Task.sleep(for: after ?? .milliseconds(100))
+                        default: return false
+                        }
+                    }
+                    return false
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        XCTAssertEqual(found, 12, "every request succeeded after the pause")
+        let reports = simulator.serverAPI.retryAfterReports
+        XCTAssertEqual(reports.count, 1)
+        XCTAssertEqual(reports.first?.requestsDuringRetryAfter, 0, "no request of either process reached Apple during Retry-After")
+        XCTAssertGreaterThanOrEqual(reports.first?.nextRequestAfter ?? 0, 2.0, "the next request came after the Retry-After")
+        for database in databases { await database.close() }
+        await simulator.shutdown()
     }
 }

@@ -139,4 +139,16 @@ final class NotificationHistoryTests: XCTestCase {
         XCTAssertTrue(throttled)
         await f.stop()
     }
+
+    /// Apple keeps 30 days of sandbox history (180 in production) and refuses an older start
+    /// (4000012): a sandbox backfill of 72 days asks for the 29 it can have.
+    func testASandboxBackfillStaysInsideTheThirtyDaysAppleKeeps() async throws {
+        let f = try await SettlementFixture(serverAPI: true)
+        let sandbox = NotificationHistoryPuller(client: f.client, api: try XCTUnwrap(f.api), metrics: f.metrics,
+                                                logger: Logger(sink: CapturingLogSink()), environment: .sandbox)
+        let counts = try await sandbox.backfill(since: 72 * 86_400)
+        XCTAssertTrue(counts.complete)
+        XCTAssertGreaterThan(counts.span.start, Date().addingTimeInterval(-30 * 86_400))
+        await f.stop()
+    }
 }

@@ -7,13 +7,17 @@ import Postgres
 import Settlement
 
 /// `bench appstore`: the fleet-wide App Store Server API limit (SPEC 9) with real worker processes,
-/// and a history backfill of 10,000 missed notifications over 500 pages, both against apple-sim.
+/// with a 429 halfway (what the fleet sent during Retry-After, and when it sent again), and a history
+/// backfill of 10,000 missed notifications over 500 pages, all against apple-sim, which refuses any
+/// request out of Apple's documented shape.
 public struct AppStoreAPIBenchmark: Sendable {
     let context: BenchContext
 
     public init(context: BenchContext) { self.context = context }
     static let bundleID = "com.example.bench"
     static let ratePerSecond = 20
+    /// The 429 apple-sim answers halfway through the fleet run.
+    static let retryAfter: Duration = .seconds(3)
 
     public func run() async throws -> Int32 {
         let jobs = context.number("jobs", default: 5_000)
@@ -28,6 +32,13 @@ public struct AppStoreAPIBenchmark: Sendable {
                 "processes": "\(processes)", "jobs": "\(jobs)", "limit_per_s": "\(Self.ratePerSecond)",
                 "max_requests_in_one_second": "\(fleet.maxPerSecond)", "throughput_per_s": BenchReport.figure(fleet.rate),
                 "of_limit": String(format: "%.2f", fleet.rate / Double(Self.ratePerSecond)), "target": "max<=21 of_limit>=0.90",
+            ])
+            let after429 = simulator.serverAPI.retryAfterReports.first
+            BenchReport.line("appstore", "after_429", [
+                "retry_after_s": BenchReport.figure(Self.retryAfter.seconds),
+                "requests_during_retry_after": after429.map { "\($0.requestsDuringRetryAfter)" } ?? "no 429",
+                "next_request_after_s": after429?.nextRequestAfter.map { String(format: "%.2f", $0) } ?? "none",
+                "target": "0 during, next >= retry_after",
             ])
             let history = try await backfill(client, simulator: simulator, notifications: 10_000)
             BenchReport.line("appstore", "history_backfill", [
@@ -66,6 +77,7 @@ public struct AppStoreAPIBenchmark: Sendable {
         ]
         let workers = try (0..<processes).map { _ in try WorkerSpawner.spawn(context.binaryPath, ["work"], environment: environment) }
         try await Task.sleep(for: .milliseconds(500))
+        simulator.serverAPI.inject(.rateLimited(for: Self.retryAfter, skip: jobs / 2, family: .transactionInfo))
         _ = try await client.query("""
             SELECT count(iap.enqueue_transaction_id('fleet-u' || n, 'fleet-o' || n, 'fleet-' || n)) FROM generate_series(1, $1) AS n
             """, [jobs])
