@@ -1,14 +1,14 @@
 /// SplitMix64: tiny, fast, and reproducible from `--seed`, so fault rolls replay exactly when
 /// requests arrive in the same order.
-struct SimRandom: RandomNumberGenerator {
+public struct SimRandom: RandomNumberGenerator {
     private var state: UInt64
 
-    init(seed: UInt64?) {
+    public init(seed: UInt64?) {
         var system = SystemRandomNumberGenerator()
         state = seed ?? system.next()
     }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -17,5 +17,5 @@ struct SimRandom: RandomNumberGenerator {
     }
 
     /// Uniform in [0, 1).
-    mutating func unit() -> Double { Double(next() >> 11) / Double(UInt64(1) << 53) }
+    public mutating func unit() -> Double { Double(next() >> 11) / Double(UInt64(1) << 53) }
 }

@@ -37,19 +37,9 @@ public final class PrivateCluster: Sendable {
 
     private init(_ options: Options) throws {
         binaries = try PostgresBinaries.locate()
-        var template = Array("/tmp/receipt-worker-pg.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw CommandError(description: "cannot create a temp folder in /tmp") }
-        directory = String(cString: made)
-        if getuid() == 0 {
-            guard let user = getpwnam("postgres") else {
-                rmdir(directory)
-                throw CommandError(description: "running as root needs a 'postgres' system user to run the server (install the postgresql package)")
-            }
-            chown(directory, user.pointee.pw_uid, user.pointee.pw_gid)
-            runAs = ["/usr/sbin/runuser", "-u", "postgres", "--"]
-        } else {
-            runAs = []
-        }
+        let folder = try ServerFolder(prefix: "receipt-worker-pg")
+        directory = folder.path
+        runAs = folder.runAs
         let data = directory + "/data"
         do {
             try CommandRunner.run(runAs + [binaries.initdb, "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8",

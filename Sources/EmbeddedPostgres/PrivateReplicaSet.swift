@@ -61,19 +61,9 @@ public final class PrivateReplicaSet: Sendable {
     private init(_ options: Options) throws {
         self.options = options
         binaries = try ReplicaBinaries.locate()
-        var template = Array("/tmp/receipt-worker-pgrs.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw CommandError(description: "cannot create a temp folder in /tmp") }
-        directory = String(cString: made)
-        if getuid() == 0 {
-            guard let user = getpwnam("postgres") else {
-                rmdir(directory)
-                throw CommandError(description: "running as root needs a 'postgres' system user to run the server (install the postgresql package)")
-            }
-            chown(directory, user.pointee.pw_uid, user.pointee.pw_gid)
-            runAs = ["/usr/sbin/runuser", "-u", "postgres", "--"]
-        } else {
-            runAs = []
-        }
+        let folder = try ServerFolder(prefix: "receipt-worker-pgrs")
+        directory = folder.path
+        runAs = folder.runAs
         ports = [try PrivateCluster.freePort(), try PrivateCluster.freePort()]
         state = Mutex(State())
         watchdog = try PrivateCluster.startWatchdog(directory: directory, stopCommand: ["/bin/sh", "-c", Self.killScript(directory)])

@@ -1,3 +1,4 @@
+import AppleSim
 /// The faults `bench nemesis` throws at the fleet, one at a time, as Jepsen's nemesis does.
 enum NemesisFaultKind: String, Sendable, CaseIterable {
     /// SIGKILL of one worker, restarted when healed.
@@ -64,23 +65,16 @@ enum NemesisSchedule {
     }
 }
 
-/// SplitMix64: small, and the same sequence from the same seed on every machine.
+/// apple-sim's seeded generator: the same schedule from the same seed on every machine.
 struct NemesisRandom {
-    private var state: UInt64
+    private var source: SimRandom
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { source = SimRandom(seed: seed) }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { source.next() }
 
     /// Uniform in `range`, rounded to a tenth of a second (the schedule prints them).
     mutating func uniform(_ range: ClosedRange<Double>) -> Double {
-        let unit = Double(next() >> 11) / Double(UInt64(1) << 53)
-        return ((range.lowerBound + unit * (range.upperBound - range.lowerBound)) * 10).rounded() / 10
+        ((range.lowerBound + source.unit() * (range.upperBound - range.lowerBound)) * 10).rounded() / 10
     }
 }
