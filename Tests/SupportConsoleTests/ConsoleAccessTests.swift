@@ -127,7 +127,7 @@ final class ConsoleAccessTests: XCTestCase {
         let again = try await session.post("/alerts/\(alert)/credit", [("csrf", token), ("order_id", "order-alice-1")])
         XCTAssertEqual(again.status, 409, "the alert is resolved: nothing is credited twice")
         let by: String = try await harness.scalar("SELECT credited_by FROM iap.credits WHERE transaction_id = '2000000000000001'")
-        XCTAssertEqual(by, "support")
+        XCTAssertEqual(by, "sam", "the ledger names the person, not the role")
         let rows: Int = try await harness.scalar("SELECT count(*) FROM iap.credits WHERE transaction_id = '2000000000000001'")
         XCTAssertEqual(rows, 1)
         let audited: Int = try await harness.scalar(
