@@ -12,9 +12,9 @@ final class ConsoleAccessTests: XCTestCase {
         let session = try ConsoleSession(baseURL: harness.baseURL)
         let signIn = try await session.signIn("sam", password: ConsoleHarness.password)
         XCTAssertEqual(signIn.status, 303)
-        let cookie = try XCTUnwrap(signIn.headers.first { $0.name == "Set-Cookie" && $0.value.hasPrefix("rw_console_session=") }?.value)
+        let cookie = try XCTUnwrap(signIn.headers.first { $0.name == "Set-Cookie" && $0.value.hasPrefix("__Host-rw_console_session=") }?.value)
         XCTAssertTrue(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Max-Age="), cookie)
-        XCTAssertFalse(cookie.contains("Secure"), "loopback console: no Secure flag, or http://127.0.0.1 could not sign in")
+        XCTAssertTrue(cookie.contains("; Secure"), "Secure also on loopback: the console usually sits behind a TLS proxy on the same host")
         let fixture = harness.fixture
         for path in ["/", "/jobs", "/jobs?q=alice", "/jobs?q=2000000000000002", "/jobs?q=order-bob-1", "/jobs?q=\(fixture.creditedJob)",
                      "/jobs?state=attention&outcome=paid_not_credited&kind=receipt", "/jobs/\(fixture.attentionJob)",

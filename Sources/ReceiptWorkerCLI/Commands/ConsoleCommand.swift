@@ -11,7 +11,8 @@ enum ConsoleCommand {
         usage: "console [--listen HOST:PORT] [--trusted-header H --trusted-proxy ADDR,...] | console add-user NAME --role viewer|support",
         // The App Store settings enable the Apple order id lookup page (SPEC 9.3); without them it says it is unavailable.
         settings: AppStoreAccess.settings + [Settings.consoleListen, Settings.consoleTrustedHeader, Settings.consoleTrustedProxy,
-                                             Settings.consoleSessionSeconds, Settings.shutdownGrace],
+                                             Settings.consoleSessionSeconds, Settings.consoleIdleSeconds, Settings.consoleInsecureCookies,
+                                             Settings.consoleAllowedHosts, Settings.shutdownGrace],
         flags: [CommandFlag(name: "role", takesValue: true, help: "add-user: viewer (read) or support (read and act)")],
         positionals: 0...2)
 
@@ -52,7 +53,10 @@ enum ConsoleCommand {
         }
         let listen = try options.require(Settings.consoleListen)
         let configuration = try ConsoleConfiguration(listen: listen, trustedHeader: header, trustedProxies: proxies,
-                                                     sessionSeconds: options.seconds(Settings.consoleSessionSeconds))
+                                                     sessionSeconds: options.seconds(Settings.consoleSessionSeconds),
+                                                     idleSeconds: options.seconds(Settings.consoleIdleSeconds),
+                                                     insecureCookies: options.bool(Settings.consoleInsecureCookies),
+                                                     allowedHosts: Set(options.list(Settings.consoleAllowedHosts)))
         let client = try await runtime.connectDatabase(maxConnections: 4, applicationName: "receipt-worker-console")
         let registry = MetricsRegistry()
         let lookup: ConsoleOrderLookup?

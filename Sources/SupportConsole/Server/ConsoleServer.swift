@@ -17,7 +17,12 @@ public final class ConsoleServer: Sendable {
         let serverConfiguration = HTTPServerConfiguration(
             host: configuration.host, port: configuration.port, maxBodyBytes: 64 * 1024,
             onRequestCompleted: { _, route, status, seconds in metrics.observe(route: route, status: status, seconds: seconds) })
-        server = HTTPServer(configuration: serverConfiguration) { request in Responses.secured(await router.handle(request)) }
+        let originCheck = RequestOriginCheck(configuration: configuration)
+        let hsts = configuration.secureCookies
+        server = HTTPServer(configuration: serverConfiguration) { request in
+            if let refusal = originCheck.refusal(request) { return Responses.secured(refusal, hsts: hsts) }
+            return Responses.secured(await router.handle(request), hsts: hsts)
+        }
     }
 
     /// Binds and serves; returns the bound port.

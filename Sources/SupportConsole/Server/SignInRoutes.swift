@@ -18,10 +18,10 @@ extension ConsoleApp {
             }
         }
         router.post("/logout", signedInPost { request, _, user, _ in
-            if let token = Cookies.parse(request.header("Cookie"))[Cookies.session] { try await sessions.delete(token) }
+            if let token = Cookies.parse(request.header("Cookie"))[configuration.cookies.session] { try await sessions.delete(token) }
             try await audit.record(actor: user.name, action: "logout", target: nil)
             return Responses.redirect(gatekeeper.ssoMode ? "/" : "/login",
-                                      cookies: [Cookies.make(Cookies.session, "", maxAge: 0, secure: configuration.secureCookies)])
+                                      cookies: [configuration.cookies.make(configuration.cookies.session, "", maxAge: 0)])
         })
     }
 
@@ -33,7 +33,7 @@ extension ConsoleApp {
             return retry(message: "Enter a user name and a password.", status: 400)
         }
         // Double-submit: the form's token must equal the cookie set with the form.
-        guard let cookie = Cookies.parse(request.header("Cookie"))[Cookies.loginCSRF], Gatekeeper.tokensMatch(form["csrf"], cookie) else {
+        guard let cookie = Cookies.parse(request.header("Cookie"))[configuration.cookies.loginCSRF], Gatekeeper.tokensMatch(form["csrf"], cookie) else {
             return retry(message: "The sign-in form expired; please try again.", status: 403)
         }
         guard await throttle.allows(user: name, address: address) else {
@@ -58,6 +58,6 @@ extension ConsoleApp {
     }
 
     private func loginCSRFCookie(_ token: String, maxAge: Int) -> String {
-        Cookies.make(Cookies.loginCSRF, token, path: "/login", maxAge: maxAge, secure: configuration.secureCookies)
+        configuration.cookies.make(configuration.cookies.loginCSRF, token, maxAge: maxAge)
     }
 }
