@@ -51,6 +51,8 @@ struct ConsoleApp: Sendable {
     let sessions: SessionStore
     let gatekeeper: Gatekeeper
     let throttle: LoginThrottle
+    /// scrypt off the cooperative pool.
+    let hashing: PasswordHashing
     /// The exactly-once manual credit `alerts credit` uses.
     let desk: SupportDesk
 
@@ -62,10 +64,11 @@ struct ConsoleApp: Sendable {
         self.logger = logger
         self.lookup = lookup
         audit = AuditLog(client: client, logger: logger)
-        users = ConsoleUsers(client: client)
-        sessions = SessionStore(client: client, lifetimeSeconds: configuration.sessionSeconds)
+        users = ConsoleUsers(client: client, hasher: configuration.passwordHasher)
+        sessions = SessionStore(client: client, lifetimeSeconds: configuration.sessionSeconds, idleSeconds: configuration.idleSeconds)
         gatekeeper = Gatekeeper(configuration: configuration, sessions: sessions, users: users, audit: audit, logger: logger)
-        throttle = LoginThrottle(limits: configuration.throttle)
+        throttle = LoginThrottle(client: client, limits: configuration.throttle)
+        hashing = PasswordHashing()
         desk = SupportDesk(client: client, metrics: SettlementMetrics(registry: registry), logger: logger)
     }
 
