@@ -155,4 +155,23 @@ final class ConsoleHardeningTests: XCTestCase {
         await session.close()
         await harness.close()
     }
+
+    func testMigration0017RunsAgainOnALiveDatabase() async throws {
+        let harness = try await ConsoleHarness()
+        let session = try ConsoleSession(baseURL: harness.baseURL)
+        _ = try await session.signIn("sam", password: ConsoleHarness.password)
+        let script = try String(contentsOf: TestDatabase.migrationsDirectory.appendingPathComponent("0017_console_hardening.sql"), encoding: .utf8)
+        let connection = try await PostgresConnection.connect(harness.url)
+        try await connection.execute(script: script)
+        try await connection.execute(script: script)
+        await connection.close()
+        let page = try await session.get("/")
+        XCTAssertEqual(page.status, 200, "the session survives the rerun")
+        do {
+            _ = try await harness.client.query("DELETE FROM iap.audit_log")
+            XCTFail("the rerun dropped the append-only trigger")
+        } catch {}
+        await session.close()
+        await harness.close()
+    }
 }
