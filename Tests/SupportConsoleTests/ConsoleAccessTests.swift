@@ -60,7 +60,7 @@ final class ConsoleAccessTests: XCTestCase {
             XCTAssertEqual(wrong.status, 401)
         }
         let limited = try await session.signIn("sam", password: ConsoleHarness.password)
-        XCTAssertEqual(limited.status, 429, "the right password does not help once the user is locked for the window")
+        XCTAssertEqual(limited.status, 429, "past the free attempts even the right password waits out the back-off delay")
         let unknown = try await session.signIn("nobody", password: "x")
         XCTAssertEqual(unknown.status, 401)
         let failures: Int = try await harness.scalar("SELECT count(*) FROM iap.audit_log WHERE action = 'login_failed' AND actor = 'sam'")

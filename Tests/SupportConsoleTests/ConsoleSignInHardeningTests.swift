@@ -3,6 +3,7 @@ import HTTP
 import Observability
 import Postgres
 import SupportConsole
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -211,5 +212,40 @@ final class ConsoleSignInHardeningTests: XCTestCase {
         await session.close()
         await server.shutdown(grace: .seconds(1))
         await harness.close()
+    }
+
+    func testScryptRunsOnTwoThreadsOfItsOwnAndABurstBeyondTheQueueIsTurnedAway() async throws {
+        let hashing = PasswordHashing(threads: 2, maxWaiting: 8)
+        final class Running: Sendable { let count = Mutex((now: 0, most: 0)) }
+        let running = Running()
+        let threads = try await withThrowingTaskGroup(of: UInt.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    try await hashing.run {
+                        running.count.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+                        ConsoleHarness.testHasher.burnEquivalentWork("x")
+                        Thread.sleep(forTimeInterval: 0.02)
+                        running.count.withLock { $0.now -= 1 }
+                        return UInt(pthread_self())  // pthread_t: which thread ran it
+                    }
+                }
+            }
+            return try await group.reduce(into: Set<UInt>()) { $0.insert($1) }
+        }
+        XCTAssertEqual(running.count.withLock { $0.most }, 2, "never more than two hashes at once")
+        XCTAssertLessThanOrEqual(threads.count, 2, "the same two threads do every hash")
+        let blocked = DispatchSemaphore(value: 0)
+        let stuck = PasswordHashing(threads: 1, maxWaiting: 1)
+        let first = Task { try await stuck.run { blocked.wait() } }
+        try await Task.sleep(for: .milliseconds(100))
+        let second = Task { try await stuck.run { } }
+        try await Task.sleep(for: .milliseconds(100))
+        do {
+            try await stuck.run { }
+            XCTFail("a third sign-in waited beyond the queue")
+        } catch is PasswordHashingBusy {}
+        blocked.signal()
+        try await first.value
+        try await second.value
     }
 }

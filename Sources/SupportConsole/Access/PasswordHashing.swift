@@ -1,25 +1,58 @@
 import Foundation
+import Synchronization
 
-/// Runs scrypt on a few dedicated threads. A hash takes a good fraction of a second of CPU and
-/// tens of MiB: on Swift's cooperative pool, a burst of sign-ins would hold every thread that
-/// serves pages. Here a burst queues for its turn; past `maxWaiting` it is turned away.
+/// Runs scrypt on a few threads of its own. A hash takes a good fraction of a second of CPU and
+/// tens of MiB: on Swift's cooperative pool (one thread per core), a burst of sign-ins would hold
+/// every thread that serves pages. Here a burst queues for its turn; past `maxWaiting` it is
+/// turned away. The threads end when this object goes.
 public final class PasswordHashing: Sendable {
-    private let queue: OperationQueue
+    private final class Queue: Sendable {
+        struct State {
+            var jobs: [@Sendable () -> Void] = []
+            var stopped = false
+        }
+        let state = Mutex(State())
+        let ready = DispatchSemaphore(value: 0)
+
+        /// A hashing thread's life: the next job, or the end once stopped and drained.
+        func serve() {
+            while true {
+                ready.wait()
+                guard let job = state.withLock({ $0.jobs.isEmpty ? nil : $0.jobs.removeFirst() }) else { return }
+                job()
+            }
+        }
+    }
+
+    private let queue = Queue()
+    private let threads: Int
     private let maxWaiting: Int
 
     public init(threads: Int = 2, maxWaiting: Int = 64) {
-        let queue = OperationQueue()
-        queue.name = "console-password-hashing"
-        queue.maxConcurrentOperationCount = threads
-        queue.qualityOfService = .userInitiated
-        self.queue = queue
+        self.threads = threads
         self.maxWaiting = maxWaiting
+        for index in 0..<threads {
+            // Named from inside: on Linux a name set before start is lost, and at most 15 characters are kept.
+            Thread { [queue] in
+                Thread.current.name = "pw-hashing-\(index)"
+                queue.serve()
+            }.start()
+        }
+    }
+
+    deinit {
+        queue.state.withLock { $0.stopped = true }
+        for _ in 0..<threads { queue.ready.signal() }
     }
 
     public func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async throws -> T {
-        guard queue.operationCount < maxWaiting else { throw PasswordHashingBusy() }
-        return await withCheckedContinuation { continuation in
-            queue.addOperation { continuation.resume(returning: work()) }
+        try await withCheckedThrowingContinuation { continuation in
+            let accepted = queue.state.withLock { state in
+                guard !state.stopped, state.jobs.count < maxWaiting else { return false }
+                state.jobs.append { continuation.resume(returning: work()) }
+                return true
+            }
+            if accepted { queue.ready.signal() } else { continuation.resume(throwing: PasswordHashingBusy()) }
         }
     }
 }
