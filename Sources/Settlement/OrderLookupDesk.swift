@@ -118,9 +118,9 @@ public struct OrderLookupDesk: Sendable {
 
     /// Credits one transaction of the order to `orderID` (which must be `userID`'s, for the same product,
     /// and open). Apple is asked again, so only a transaction Apple says is in the order is credited.
-    /// `actor` (the support person) is logged with the credit.
-    public func credit(appleOrderID: String, transactionID: String, userID: String, orderID: String,
-                       actor: String) async throws -> OrderCreditResult {
+    /// `actor` (the support person) is named by the ledger row and logged with the credit.
+    public func credit(appleOrderID: String, transactionID: String, userID: String, orderID: String, actor: String,
+                       alsoInTransaction: AlsoInTransaction<OrderCreditResult>? = nil) async throws -> OrderCreditResult {
         let found = try await lookUp(appleOrderID: appleOrderID)
         guard let transaction = found.transactions.first(where: { $0.transactionID == transactionID }) else {
             throw OrderLookupError.transactionNotInOrder(transactionID: transactionID, appleOrderID: appleOrderID)
@@ -129,17 +129,20 @@ public struct OrderLookupDesk: Sendable {
         let request = CreditRequest(
             transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID, orderID: orderID,
             userID: userID, productID: transaction.productID, quantity: transaction.quantity, environment: transaction.environment,
-            purchasedAt: transaction.purchaseDate, jobID: nil, creditedBy: "support")
+            purchasedAt: transaction.purchaseDate, jobID: nil, creditedBy: actor)
         let result: OrderCreditResult = try await client.transaction { connection in
+            let result: OrderCreditResult
             switch try await ManualCredit().credit(request, on: connection) {
             case .alreadyInLedger(let entry) where entry.userID == userID:
-                return .alreadyCredited(orderID: entry.orderID)
+                result = .alreadyCredited(orderID: entry.orderID)
             case .alreadyInLedger(let entry):
                 throw OrderLookupError.creditedToAnotherUser(transactionID: transactionID, userID: entry.userID, orderID: entry.orderID)
             case .credited:
                 _ = try await connection.query(Self.resolveAlertsSQL, [transactionID, "credited to order \(orderID) by \(actor) (Apple order \(appleOrderID))"])
-                return .credited(orderID: orderID)
+                result = .credited(orderID: orderID)
             }
+            try await alsoInTransaction?(connection, result)
+            return result
         }
         if case .credited = result {
             metrics.credits.inc()

@@ -37,6 +37,10 @@ public enum SupportError: Error, CustomStringConvertible, Equatable {
     }
 }
 
+/// Work the caller adds to a support action's transaction (the console's audit row), so the
+/// action and its record commit or roll back together.
+public typealias AlsoInTransaction<Result> = @Sendable (PostgresConnection, Result) async throws -> Void
+
 public enum ManualCreditResult: Sendable, Equatable {
     case credited
     /// The transaction was in the ledger already (credited by a retry or a colleague): the alert is resolved, nothing doubled.
@@ -73,8 +77,10 @@ public struct SupportDesk: Sendable {
         """
     static let resolveSQL = "UPDATE iap.alerts SET state = 'resolved', resolved_at = now(), resolution = $2 WHERE id = $1 AND state = 'open'"
 
-    /// Credits a paid_not_credited alert's transaction to `orderID` and resolves the alert.
-    public func credit(alertID: Int, orderID: String) async throws -> ManualCreditResult {
+    /// Credits a paid_not_credited alert's transaction to `orderID` and resolves the alert; the ledger
+    /// row and the resolution name `actor`, the person who credited.
+    public func credit(alertID: Int, orderID: String, actor: String,
+                       alsoInTransaction: AlsoInTransaction<ManualCreditResult>? = nil) async throws -> ManualCreditResult {
         let result: ManualCreditResult = try await client.transaction { connection in
             let alert = try await lockedOpenAlert(alertID, on: connection)
             guard alert.kind == AlertKind.paidNotCredited.rawValue else { throw SupportError.notCreditable("kind is \(alert.kind)") }
@@ -86,25 +92,30 @@ public struct SupportDesk: Sendable {
                 transactionID: transactionID, originalTransactionID: details["original_transaction_id"], orderID: orderID, userID: userID,
                 productID: productID, quantity: Int(details["quantity"] ?? "") ?? 1, environment: details["environment"] ?? "Production",
                 purchasedAt: details["purchased_at_ms"].flatMap(Double.init).map { Date(timeIntervalSince1970: $0 / 1000) },
-                jobID: alert.jobID, creditedBy: "support")
+                jobID: alert.jobID, creditedBy: actor)
+            let result: ManualCreditResult
             if case .alreadyInLedger(let existing) = try await ManualCredit().credit(request, on: connection) {
-                _ = try await connection.query(Self.resolveSQL, [alertID, "already credited to order \(existing.orderID)"])
-                return .alreadyCredited(orderID: existing.orderID)
+                _ = try await connection.query(Self.resolveSQL, [alertID, "already credited to order \(existing.orderID) (seen by \(actor))"])
+                result = .alreadyCredited(orderID: existing.orderID)
+            } else {
+                _ = try await connection.query(Self.resolveSQL, [alertID, "credited to order \(orderID) by \(actor)"])
+                result = .credited
             }
-            _ = try await connection.query(Self.resolveSQL, [alertID, "credited to order \(orderID) by support"])
-            return .credited
+            try await alsoInTransaction?(connection, result)
+            return result
         }
         if result == .credited {
             metrics.credits.inc()
-            logger.notice("credited_by_support", ["alert_id": .int(alertID), "order_id": .string(orderID)])
+            logger.notice("credited_by_support", ["alert_id": .int(alertID), "order_id": .string(orderID), "actor": .string(actor)])
         }
         return result
     }
 
-    public func resolve(alertID: Int, note: String) async throws {
+    public func resolve(alertID: Int, note: String, alsoInTransaction: AlsoInTransaction<Void>? = nil) async throws {
         try await client.transaction { connection in
             _ = try await lockedOpenAlert(alertID, on: connection)
             _ = try await connection.query(Self.resolveSQL, [alertID, note])
+            try await alsoInTransaction?(connection, ())
         }
         logger.notice("alert_resolved", ["alert_id": .int(alertID)])
     }

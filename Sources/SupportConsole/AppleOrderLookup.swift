@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 
 /// One transaction Apple returned for an order id (SPEC 9.3), already verified, as the console shows it.
 public struct LookedUpTransaction: Sendable, Equatable {
@@ -33,5 +34,7 @@ public protocol AppleOrderLookup: Sendable {
     func lookUp(appleOrderID: String) async throws -> [LookedUpTransaction]
     /// Credits one looked-up transaction to `orderID` through the exactly-once ledger path; returns
     /// what happened in a sentence for support ("credited", "already credited to order …", …).
-    func credit(appleOrderID: String, transactionID: String, userID: String, orderID: String, actor: String) async throws -> String
+    /// `alsoInTransaction` (the audit row) runs in the credit's transaction with that sentence.
+    func credit(appleOrderID: String, transactionID: String, userID: String, orderID: String, actor: String,
+                alsoInTransaction: @escaping @Sendable (PostgresConnection, String) async throws -> Void) async throws -> String
 }

@@ -26,7 +26,8 @@ final class AlertsCommandTests: XCTestCase {
         let wrong = try await ChildProcess.run([ChildProcess.receiptWorkerPath, "alerts", "credit", String(replayID), "--order", "o-help"], environment: env)
         XCTAssertEqual(wrong.code, 2)
         XCTAssertTrue(wrong.stderr.contains("cannot be credited"), wrong.stderr)
-        let credit = try await ChildProcess.run([ChildProcess.receiptWorkerPath, "alerts", "credit", String(id), "--order", "o-help"], environment: env)
+        let credit = try await ChildProcess.run([ChildProcess.receiptWorkerPath, "alerts", "credit", String(id), "--order", "o-help",
+                                                 "--actor", "tess"], environment: env)
         XCTAssertEqual(credit.code, 0, credit.stderr)
         XCTAssertTrue(credit.stdout.contains("credited to order o-help"), credit.stdout)
         let twice = try await ChildProcess.run([ChildProcess.receiptWorkerPath, "alerts", "credit", String(id), "--order", "o-help"], environment: env)
@@ -35,6 +36,7 @@ final class AlertsCommandTests: XCTestCase {
         let ledger = try await client.query("SELECT order_id, quantity, credited_by FROM iap.credits")
         XCTAssertEqual(ledger.count, 1)
         XCTAssertEqual(try ledger[0].decode(Int.self, at: 1), 2)
+        XCTAssertEqual(try ledger[0].decode(String.self, at: 2), "tess", "the ledger names the person who credited")
 
         let resolve = try await ChildProcess.run([ChildProcess.receiptWorkerPath, "alerts", "resolve", String(replayID), "--note", "account banned"],
                                                  environment: env)

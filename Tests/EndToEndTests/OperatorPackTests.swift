@@ -86,8 +86,27 @@ final class OperatorPackTests: XCTestCase {
         XCTAssertEqual(add.code, 0, add.stderr)
         let client = PostgresClient(conninfo: url, maxConnections: 1)
         let hash = try await client.query("SELECT password_hash FROM iap.console_users WHERE name = 'ops-anna'")[0].decode(String.self, at: 0)
-        XCTAssertTrue(hash.hasPrefix("scrypt$15$8$1$"), hash)
+        XCTAssertTrue(hash.hasPrefix("scrypt$15$8$3$"), hash)
         XCTAssertFalse(hash.contains("hunter2"))
+        func console(_ arguments: String, stdin: String = "") async throws -> (code: Int32, stdout: String, stderr: String) {
+            try await ChildProcess.run(["/bin/sh", "-c", "printf '\(stdin)' | \"$0\" console \(arguments)", ChildProcess.receiptWorkerPath],
+                                       environment: ["DATABASE_URL": url])
+        }
+        let again = try await console("add-user ops-anna --role viewer", stdin: "another-long-password\\n")
+        XCTAssertEqual(again.code, 2, "add-user never changes an existing user")
+        XCTAssertTrue(again.stderr.contains("already a console user"), again.stderr)
+        let short = try await console("add-user ops-ben --role viewer", stdin: "short\\n")
+        XCTAssertEqual(short.code, 2)
+        XCTAssertTrue(short.stderr.contains("12 characters"), short.stderr)
+        let disable = try await console("disable-user ops-anna")
+        XCTAssertEqual(disable.code, 0, disable.stderr)
+        let list = try await console("list-users")
+        XCTAssertEqual(list.code, 0, list.stderr)
+        XCTAssertTrue(list.stdout.contains("ops-anna") && list.stdout.contains("support"), list.stdout)
+        let role = try await console("set-role ops-anna --role viewer")
+        XCTAssertEqual(role.code, 0, role.stderr)
+        let missing = try await console("disable-user nobody")
+        XCTAssertEqual(missing.code, 2)
         let badRole = try await ChildProcess.run([ChildProcess.receiptWorkerPath, "console", "add-user", "x", "--role", "admin"],
                                                  environment: ["DATABASE_URL": url])
         XCTAssertEqual(badRole.code, 2)

@@ -150,15 +150,15 @@ final class OutcomeTests: XCTestCase {
         try await f.order("o-grace", user: "grace", product: "gems_50")
         try await f.order("o-other", user: "someone", product: "gems_50")
         do {
-            _ = try await desk.credit(alertID: alert.id, orderID: "o-other")
+            _ = try await desk.credit(alertID: alert.id, orderID: "o-other", actor: "tess")
             XCTFail("crediting another user's order must be refused")
         } catch let error as SupportError {
             XCTAssertTrue(error.description.contains("another user"))
         }
-        let result = try await desk.credit(alertID: alert.id, orderID: "o-grace")
+        let result = try await desk.credit(alertID: alert.id, orderID: "o-grace", actor: "tess")
         XCTAssertEqual(result, .credited)
         do {
-            _ = try await desk.credit(alertID: alert.id, orderID: "o-grace")
+            _ = try await desk.credit(alertID: alert.id, orderID: "o-grace", actor: "tess")
             XCTFail("a resolved alert cannot be credited twice")
         } catch let error as SupportError {
             XCTAssertEqual(error, .alertNotOpen(alert.id))
@@ -167,7 +167,7 @@ final class OutcomeTests: XCTestCase {
         XCTAssertEqual(row.count, 1)
         XCTAssertEqual(try row[0].decode(String.self, at: 0), "o-grace")
         XCTAssertEqual(try row[0].decode(Int.self, at: 1), 3, "quantity from Apple, not from the client")
-        XCTAssertEqual(try row[0].decode(String.self, at: 2), "support")
+        XCTAssertEqual(try row[0].decode(String.self, at: 2), "tess")
         let status = try await f.orderStatus("o-grace")
         XCTAssertEqual(status, "credited")
         let stillOpen = try await desk.list(openOnly: true)

@@ -18,6 +18,7 @@ final class ConsoleBrowserTests: XCTestCase {
         }
         let browser = try await WebDriver.start()
         let harness: ConsoleHarness
+        // The default, Secure __Host- cookies: Chromium keeps them from http://127.0.0.1 (loopback counts as secure).
         do { harness = try await ConsoleHarness(lookup: lookup) } catch {
             await browser.quit()
             throw error
@@ -65,7 +66,7 @@ final class ConsoleBrowserTests: XCTestCase {
             try await expectSoon { try await browser.source().contains("credited to the order and resolved") }
             try await browser.open(harness.baseURL + "/users?id=alice")
             let user = try await browser.source()
-            XCTAssertTrue(user.contains("2000000000000001") && user.contains("order-alice-1") && user.contains(">support<"), "ledger row shown")
+            XCTAssertTrue(user.contains("2000000000000001") && user.contains("order-alice-1") && user.contains(">sam<"), "ledger row shown, naming the person who credited")
             try await browser.open(harness.baseURL + "/audit")
             let audit = try await browser.source()
             XCTAssertTrue(audit.contains("alert:\(alert)"))

@@ -30,7 +30,10 @@ final class ConsoleHarness: Sendable {
         try await users.add(name: "sam", role: .support, password: Self.password)
         try await users.add(name: "vera", role: .viewer, password: Self.password)
         fixture = try await ConsoleFixture.load(client)
-        server = ConsoleServer(configuration: try configuration ?? ConsoleConfiguration(listen: "127.0.0.1:0"), client: client,
+        (lookup as? FakeOrderLookup)?.database.withLock { [client] in $0 = client }
+        var configuration = try configuration ?? ConsoleConfiguration(listen: "127.0.0.1:0")
+        configuration.passwordHasher = Self.testHasher  // no rehash of the test users to production cost at each sign-in
+        server = ConsoleServer(configuration: configuration, client: client,
                                registry: registry, logger: Logger(minimumLevel: .debug, sink: logs), lookup: lookup)
         port = try server.start()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import SupportConsole
 import Synchronization
 
@@ -6,6 +7,8 @@ import Synchronization
 /// order id, and credits recorded so tests can see what the console asked for.
 final class FakeOrderLookup: AppleOrderLookup {
     let credits = Mutex<[String]>([])
+    /// The harness's database, where the console's audit row is written in a transaction of its own.
+    let database = Mutex<PostgresClient?>(nil)
 
     func lookUp(appleOrderID: String) async throws -> [LookedUpTransaction] {
         let credited = credits.withLock { $0 }
@@ -17,8 +20,13 @@ final class FakeOrderLookup: AppleOrderLookup {
         }
     }
 
-    func credit(appleOrderID: String, transactionID: String, userID: String, orderID: String, actor: String) async throws -> String {
+    func credit(appleOrderID: String, transactionID: String, userID: String, orderID: String, actor: String,
+                alsoInTransaction: @escaping @Sendable (PostgresConnection, String) async throws -> Void) async throws -> String {
+        let sentence = "credited \(transactionID) to order \(orderID)"
+        if let client = database.withLock({ $0 }) {
+            try await client.transaction { connection in try await alsoInTransaction(connection, sentence) }
+        }
         credits.withLock { $0.append(transactionID) }
-        return "credited \(transactionID) to order \(orderID)"
+        return sentence
     }
 }

@@ -35,8 +35,15 @@ struct ConsoleOrderLookup: AppleOrderLookup {
         }
     }
 
-    func credit(appleOrderID: String, transactionID: String, userID: String, orderID: String, actor: String) async throws -> String {
-        switch try await desk.credit(appleOrderID: appleOrderID, transactionID: transactionID, userID: userID, orderID: orderID, actor: actor) {
+    func credit(appleOrderID: String, transactionID: String, userID: String, orderID: String, actor: String,
+                alsoInTransaction: @escaping @Sendable (PostgresConnection, String) async throws -> Void) async throws -> String {
+        let result = try await desk.credit(appleOrderID: appleOrderID, transactionID: transactionID, userID: userID, orderID: orderID,
+                                           actor: actor) { connection, result in try await alsoInTransaction(connection, Self.sentence(result)) }
+        return Self.sentence(result)
+    }
+
+    private static func sentence(_ result: OrderCreditResult) -> String {
+        switch result {
         case .credited(let order): "credited to order \(order)"
         case .alreadyCredited(let order): "already credited to order \(order); nothing changed"
         }

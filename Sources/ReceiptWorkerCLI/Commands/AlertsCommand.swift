@@ -14,6 +14,7 @@ enum AlertsCommand {
             CommandFlag(name: "json", takesValue: false, help: "list: one JSON array"),
             CommandFlag(name: "order", takesValue: true, help: "credit: the order to credit the payment to"),
             CommandFlag(name: "note", takesValue: true, help: "resolve: what was done (kept with the alert)"),
+            CommandFlag(name: "actor", takesValue: true, help: "credit: who credits, named by the ledger row (default: the operating system user)"),
         ],
         positionals: 1...2)
 
@@ -47,7 +48,8 @@ enum AlertsCommand {
                 Console.print(options.has("json") ? AlertListing.json(alerts) : AlertListing.table(alerts))
             case "credit":
                 let id = try alertID()
-                switch try await desk.credit(alertID: id, orderID: options.flag("order")!) {
+                let actor = options.flag("actor") ?? NSUserName()
+                switch try await desk.credit(alertID: id, orderID: options.flag("order")!, actor: actor) {
                 case .credited: Console.print("alert \(id): credited to order \(options.flag("order")!) and resolved")
                 case .alreadyCredited(let order): Console.print("alert \(id): the payment was already credited to order \(order); alert resolved, nothing doubled")
                 }

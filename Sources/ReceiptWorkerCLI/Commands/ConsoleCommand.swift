@@ -3,44 +3,28 @@ import Observability
 import SupportConsole
 
 /// `receipt-worker console`: the support console (SPEC 10) until SIGTERM/SIGINT;
-/// `console add-user NAME --role viewer|support` reads the password from stdin.
+/// the user commands (ConsoleUserCommands) read a password from stdin.
 enum ConsoleCommand {
     static let spec = CommandSpec(
         name: "console",
-        summary: "The support console, a web application on --listen (default 127.0.0.1:8090); console add-user NAME --role viewer|support (password on stdin).",
-        usage: "console [--listen HOST:PORT] [--trusted-header H --trusted-proxy ADDR,...] | console add-user NAME --role viewer|support",
+        summary: "The support console, a web application on --listen (default 127.0.0.1:8090); console add-user NAME --role viewer|support "
+            + "and set-password NAME (password on stdin, 12+ characters), set-role NAME --role R, disable-user NAME, enable-user NAME, list-users.",
+        usage: "console [--listen HOST:PORT] [--trusted-header H --trusted-proxy ADDR,...] | console add-user NAME --role viewer|support "
+            + "| console set-password NAME | console set-role NAME --role viewer|support | console disable-user NAME | console enable-user NAME "
+            + "| console list-users",
         // The App Store settings enable the Apple order id lookup page (SPEC 9.3); without them it says it is unavailable.
         settings: AppStoreAccess.settings + [Settings.consoleListen, Settings.consoleTrustedHeader, Settings.consoleTrustedProxy,
-                                             Settings.consoleSessionSeconds, Settings.shutdownGrace],
-        flags: [CommandFlag(name: "role", takesValue: true, help: "add-user: viewer (read) or support (read and act)")],
+                                             Settings.consoleSessionSeconds, Settings.consoleIdleSeconds, Settings.consoleInsecureCookies,
+                                             Settings.consoleAllowedHosts, Settings.shutdownGrace],
+        flags: [CommandFlag(name: "role", takesValue: true, help: "add-user, set-role: viewer (read) or support (read and act)")],
         positionals: 0...2)
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         switch runtime.options.positionals.first {
         case nil: return try await serve(runtime)
-        case "add-user": return try await addUser(runtime)
+        case let action? where ConsoleUserCommands.actions.contains(action): return try await ConsoleUserCommands.run(action, runtime)
         case let other?: throw UsageError("unknown console action '\(other)' (usage: receipt-worker \(spec.usage))")
         }
-    }
-
-    private static func addUser(_ runtime: Runtime) async throws -> Int32 {
-        let options = runtime.options
-        guard options.positionals.count == 2 else { throw UsageError("console add-user needs a NAME") }
-        guard let role = options.flag("role").flatMap(ConsoleRole.init(rawValue:)) else {
-            throw UsageError("console add-user needs --role viewer or --role support")
-        }
-        let password = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-            .trimmingCharacters(in: .newlines)
-        let client = try await runtime.connectDatabase(maxConnections: 1, applicationName: "receipt-worker-console")
-        do {
-            try await ConsoleUsers(client: client).add(name: options.positionals[1], role: role, password: password)
-        } catch {
-            await client.close()
-            throw (error as? ConsoleUserError).map { UsageError("console add-user: \($0)") } ?? error
-        }
-        await client.close()
-        Console.print("console user \(options.positionals[1]) (\(role.rawValue)) saved")
-        return 0
     }
 
     private static func serve(_ runtime: Runtime) async throws -> Int32 {
@@ -52,7 +36,10 @@ enum ConsoleCommand {
         }
         let listen = try options.require(Settings.consoleListen)
         let configuration = try ConsoleConfiguration(listen: listen, trustedHeader: header, trustedProxies: proxies,
-                                                     sessionSeconds: options.seconds(Settings.consoleSessionSeconds))
+                                                     sessionSeconds: options.seconds(Settings.consoleSessionSeconds),
+                                                     idleSeconds: options.seconds(Settings.consoleIdleSeconds),
+                                                     insecureCookies: options.bool(Settings.consoleInsecureCookies),
+                                                     allowedHosts: Set(options.list(Settings.consoleAllowedHosts)))
         let client = try await runtime.connectDatabase(maxConnections: 4, applicationName: "receipt-worker-console")
         let registry = MetricsRegistry()
         let lookup: ConsoleOrderLookup?

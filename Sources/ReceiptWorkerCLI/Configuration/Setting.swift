@@ -106,13 +106,19 @@ enum Settings {
     static let logLevel = Setting(env: "LOG_LEVEL", flag: "log-level", kind: .choice(["debug", "info", "notice", "warning", "error"]),
                                   defaultValue: "info", help: "lowest level logged")
     static let consoleListen = Setting(env: "CONSOLE_LISTEN", flag: "listen", kind: .listenAddress(allowOff: false),
-                                       defaultValue: "127.0.0.1:8090", help: "support console address (cookies are Secure unless loopback)")
+                                       defaultValue: "127.0.0.1:8090", help: "support console address")
     static let consoleTrustedHeader = Setting(env: "CONSOLE_TRUSTED_HEADER", flag: "trusted-header", kind: .text, defaultValue: nil,
                                               help: "SSO mode: the header naming the console user, e.g. X-Forwarded-Email (no password form)")
     static let consoleTrustedProxy = Setting(env: "CONSOLE_TRUSTED_PROXY", flag: "trusted-proxy", kind: .text, defaultValue: nil,
-                                             help: "comma-separated proxy addresses allowed to set CONSOLE_TRUSTED_HEADER")
+                                             help: "comma-separated proxy addresses whose X-Forwarded-For (and CONSOLE_TRUSTED_HEADER) is believed")
     static let consoleSessionSeconds = Setting(env: "CONSOLE_SESSION_SECONDS", flag: "session-seconds", kind: .seconds(60...2_592_000),
-                                               defaultValue: "28800", help: "how long a console sign-in lasts")
+                                               defaultValue: "28800", help: "how long a console sign-in lasts at most")
+    static let consoleIdleSeconds = Setting(env: "CONSOLE_IDLE_SECONDS", flag: "idle-seconds", kind: .seconds(60...86_400),
+                                            defaultValue: "1800", help: "a console session unused this long ends")
+    static let consoleInsecureCookies = Setting(env: "CONSOLE_INSECURE_COOKIES", flag: "insecure-cookies", kind: .boolean, defaultValue: "false",
+                                                help: "plain-http development only: cookies without Secure and the __Host- prefix, no HSTS")
+    static let consoleAllowedHosts = Setting(env: "CONSOLE_ALLOWED_HOSTS", flag: "allowed-hosts", kind: .text, defaultValue: nil,
+                                             help: "comma-separated host names the console answers to besides IP addresses, localhost and the listen host (e.g. the proxy's name)")
 
     static let databaseCallTimeout = Setting(env: "DATABASE_CALL_TIMEOUT_SECONDS", flag: "database-call-timeout", kind: .seconds(0.05...86_400),
                                              defaultValue: "30", help: "deadline of every database call; past it the connection is dropped")

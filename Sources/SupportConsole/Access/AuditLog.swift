@@ -23,13 +23,29 @@ public struct AuditLog: Sendable {
         WHERE id < $1 ORDER BY id DESC LIMIT $2
         """
 
+    /// A row of its own (sign-ins, lookups, refusals: nothing else to commit with it), and the log line.
     public func record(actor: String, action: String, target: String?, details: [String: String] = [:]) async throws {
-        let json = (try? JSONSerialization.data(withJSONObject: details, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        _ = try await client.query(Self.insertSQL, [actor, action, target, json])
+        _ = try await client.query(Self.insertSQL, Self.binds(actor, action, target, details))
+        logLine(actor: actor, action: action, target: target, details: details)
+    }
+
+    /// The row inside the caller's transaction, so the change and its record commit together (SPEC 10);
+    /// call `logLine` once it has committed.
+    public func insert(on connection: PostgresConnection, actor: String, action: String, target: String?,
+                       details: [String: String] = [:]) async throws {
+        _ = try await connection.query(Self.insertSQL, Self.binds(actor, action, target, details))
+    }
+
+    public func logLine(actor: String, action: String, target: String?, details: [String: String] = [:]) {
         var fields: [(key: String, value: LogValue)] = [("actor", .string(actor)), ("action", .string(action))]
         if let target { fields.append(("target", .string(target))) }
         for (key, value) in details.sorted(by: { $0.key < $1.key }) { fields.append((key, .string(value))) }
         logger.log(action == "login_failed" ? .warning : .notice, "console_audit", fields: fields)
+    }
+
+    private static func binds(_ actor: String, _ action: String, _ target: String?, _ details: [String: String]) -> [any PostgresEncodable] {
+        let json = (try? JSONSerialization.data(withJSONObject: details, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return [actor, action, target, json]
     }
 
     /// Newest first, `before` an id (keyset).

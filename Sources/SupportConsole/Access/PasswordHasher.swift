@@ -10,8 +10,10 @@ public struct PasswordHasher: Sendable {
     static let keyLength = 32
     static let saltLength = 16
 
-    /// N = 2^15, r = 8, p = 1: 32 MiB and roughly 0.1 s per hash, OWASP's scrypt minimum and then some.
-    public static let standard = PasswordHasher(logN: 15, r: 8, p: 1)
+    /// N = 2^15, r = 8, p = 3: one of OWASP's minimum scrypt settings (equal in cost to N = 2^17,
+    /// p = 1), with 32 MiB per hash instead of 128 MiB. Hashes made with N = 2^15, p = 1 (before
+    /// issue 23) still verify and are replaced at the next sign-in.
+    public static let standard = PasswordHasher(logN: 15, r: 8, p: 3)
 
     public init(logN: Int, r: Int, p: Int) {
         self.logN = logN
@@ -30,16 +32,31 @@ public struct PasswordHasher: Sendable {
     /// Constant-time comparison of the derived key; a malformed stored hash never matches.
     public static func verify(_ password: String, against stored: String) -> Bool {
         let parts = stored.split(separator: "$", omittingEmptySubsequences: false)
-        guard parts.count == 6, parts[0] == "scrypt", let logN = Int(parts[1]), let r = Int(parts[2]), let p = Int(parts[3]),
-              (10...20).contains(logN), (1...32).contains(r), (1...16).contains(p),
+        guard parts.count == 6, let parameters = parameters(of: stored),
               let salt = Hex.decode(parts[4]), let expected = Hex.decode(parts[5]), expected.count == keyLength,
-              let key = try? derive(password, salt: salt, logN: logN, r: r, p: p) else { return false }
+              let key = try? derive(password, salt: salt, logN: parameters.logN, r: parameters.r, p: parameters.p) else { return false }
         return CRYPTO_memcmp(key, expected, keyLength) == 0
     }
 
+    /// The cost parameters of a stored hash, nil when it is malformed or out of bounds.
+    static func parameters(of stored: String) -> PasswordHasher? {
+        let parts = stored.split(separator: "$", omittingEmptySubsequences: false)
+        guard parts.count == 6, parts[0] == "scrypt", let logN = Int(parts[1]), let r = Int(parts[2]), let p = Int(parts[3]),
+              (10...20).contains(logN), (1...32).contains(r), (1...16).contains(p) else { return nil }
+        return PasswordHasher(logN: logN, r: r, p: p)
+    }
+
+    /// True when `stored` was made with less work than this hasher does: rehash it at sign-in.
+    public func isStronger(than stored: String) -> Bool {
+        guard let old = Self.parameters(of: stored) else { return false }
+        return work > old.work
+    }
+
+    private var work: Int { (1 << logN) * r * p }
+
     /// Spends the same work as a real check, so an unknown user name answers as slowly as a wrong password.
-    public static func burnEquivalentWork(_ password: String) {
-        _ = try? derive(password, salt: [UInt8](repeating: 0, count: saltLength), logN: standard.logN, r: standard.r, p: standard.p)
+    public func burnEquivalentWork(_ password: String) {
+        _ = try? Self.derive(password, salt: [UInt8](repeating: 0, count: Self.saltLength), logN: logN, r: r, p: p)
     }
 
     static func derive(_ password: String, salt: [UInt8], logN: Int, r: Int, p: Int) throws -> [UInt8] {

@@ -47,6 +47,9 @@ public struct ConsoleLatencyProbe: Sendable {
         ]
     }
 
+    /// The benchmark's console runs with the default, Secure cookies.
+    static let sessionCookie = CookiePolicy(secure: true).session
+
     public func run(port: Int) async throws -> [Figure] {
         try await ConsoleUsers(client: client, hasher: PasswordHasher(logN: 12, r: 8, p: 1))
             .add(name: "bench", role: .support, password: "bench-password")
@@ -59,7 +62,7 @@ public struct ConsoleLatencyProbe: Sendable {
             for sample in -3..<samples {  // three warm-up requests first
                 let url = URL(string: "http://127.0.0.1:\(port)\(page.path(abs(sample)))")!
                 let start = ContinuousClock.now
-                let response = try await transport.send(HTTPClientRequest(url: url, headers: [("Cookie", "\(Cookies.session)=\(token)")]),
+                let response = try await transport.send(HTTPClientRequest(url: url, headers: [("Cookie", "\(Self.sessionCookie)=\(token)")]),
                                                         timeout: .seconds(30))
                 let elapsed = ContinuousClock.now - start
                 guard sample >= 0 else { continue }

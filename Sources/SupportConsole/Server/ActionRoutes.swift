@@ -8,11 +8,13 @@ extension ConsoleApp {
             let id = try alertID(params)
             let orderID = try form.required("order_id", label: "The order id", maxLength: 200)
             do {
-                // The same exactly-once ledger write as `alerts credit`.
-                let result = try await desk.credit(alertID: id, orderID: orderID)
-                let outcome = result == .credited ? "credited" : "already_credited"
-                try await audit.record(actor: user.name, action: "credit", target: "alert:\(id)",
-                                       details: ["order_id": orderID, "result": outcome])
+                // The same exactly-once ledger write as `alerts credit`; the audit row commits with it.
+                let result = try await desk.credit(alertID: id, orderID: orderID, actor: user.name) { connection, result in
+                    try await audit.insert(on: connection, actor: user.name, action: "credit", target: "alert:\(id)",
+                                           details: ["order_id": orderID, "result": Self.creditOutcome(result)])
+                }
+                let outcome = Self.creditOutcome(result)
+                audit.logLine(actor: user.name, action: "credit", target: "alert:\(id)", details: ["order_id": orderID, "result": outcome])
                 return Responses.redirect("/alerts" + FormFields.query(["notice": outcome, "alert": String(id)]))
             } catch let refusal as SupportError {
                 try await audit.record(actor: user.name, action: "credit", target: "alert:\(id)",
@@ -24,11 +26,13 @@ extension ConsoleApp {
             let id = try alertID(params)
             let note = try form.required("note", label: "A note", maxLength: 2000)
             do {
-                try await desk.resolve(alertID: id, note: "\(note) (by \(user.name))")
+                try await desk.resolve(alertID: id, note: "\(note) (by \(user.name))") { connection, _ in
+                    try await audit.insert(on: connection, actor: user.name, action: "resolve", target: "alert:\(id)", details: ["note": note])
+                }
             } catch let refusal as SupportError {
                 throw BadRequest("Not resolved: \(refusal.description).", status: refusal == .alertNotFound(id) ? 404 : 409)
             }
-            try await audit.record(actor: user.name, action: "resolve", target: "alert:\(id)", details: ["note": note])
+            audit.logLine(actor: user.name, action: "resolve", target: "alert:\(id)", details: ["note": note])
             return Responses.redirect("/alerts" + FormFields.query(["notice": "resolved", "alert": String(id)]))
         })
         router.post("/lookup", action { _, _, user, form in
@@ -45,14 +49,22 @@ extension ConsoleApp {
             let transactionID = try form.required("transaction_id", label: "The transaction id", maxLength: 64)
             let userID = try form.required("user_id", label: "The user id", maxLength: 500)
             let orderID = try form.required("order_id", label: "The order id", maxLength: 200)
+            let target = "transaction:\(transactionID)"
+            let details = ["apple_order_id": appleOrderID, "user_id": userID, "order_id": orderID]
             let result = try await lookup.credit(appleOrderID: appleOrderID, transactionID: transactionID, userID: userID,
-                                                 orderID: orderID, actor: user.name)
-            try await audit.record(actor: user.name, action: "lookup_credit", target: "transaction:\(transactionID)",
-                                   details: ["apple_order_id": appleOrderID, "user_id": userID, "order_id": orderID, "result": result])
+                                                 orderID: orderID, actor: user.name) { connection, result in
+                try await audit.insert(on: connection, actor: user.name, action: "lookup_credit", target: target,
+                                       details: details.merging(["result": result]) { $1 })
+            }
+            audit.logLine(actor: user.name, action: "lookup_credit", target: target, details: details.merging(["result": result]) { $1 })
             let transactions = try await lookup.lookUp(appleOrderID: appleOrderID)
             return Responses.html(LookupPage(available: true, appleOrderID: appleOrderID, transactions: transactions,
                                              notice: (result, "ok")).render(user))
         })
+    }
+
+    private static func creditOutcome(_ result: ManualCreditResult) -> String {
+        result == .credited ? "credited" : "already_credited"
     }
 
     private func alertID(_ params: [String: String]) throws -> Int {

@@ -8,20 +8,38 @@ public struct ConsoleConfiguration: Sendable {
     /// e.g. "X-Forwarded-Email": the console user named by this header, when the request comes
     /// from one of `trustedProxies`. nil: password sign-in.
     public var trustedHeader: String?
+    /// Peers whose `X-Forwarded-For` names the client (and who may set `trustedHeader`).
     public var trustedProxies: Set<String>
+    /// Absolute lifetime of a session.
     public var sessionSeconds: Double
+    /// A session unused this long ends (ASVS 3.3: idle and absolute timeouts).
+    public var idleSeconds: Double
     public var throttle: LoginThrottle.Limits
+    /// Cookies are `Secure` unless this says otherwise: the console usually sits behind a TLS proxy
+    /// on the same host, so listening on loopback says nothing about how the browser reached it.
+    /// Only for plain-http development (`CONSOLE_INSECURE_COOKIES=true`).
+    public var insecureCookies: Bool
+    /// Host names (besides IP literals, `localhost` and the listen host) this console answers to,
+    /// e.g. the proxy's public name: any other name is DNS rebinding.
+    public var allowedHosts: Set<String>
+    /// The cost of new password hashes; older, cheaper hashes are replaced at the next sign-in.
+    public var passwordHasher: PasswordHasher
 
     public init(listen: String, trustedHeader: String? = nil, trustedProxies: Set<String> = [], sessionSeconds: Double = 8 * 3600,
-                throttle: LoginThrottle.Limits = .init()) throws {
+                idleSeconds: Double = 30 * 60, throttle: LoginThrottle.Limits = .init(), insecureCookies: Bool = false,
+                allowedHosts: Set<String> = [], passwordHasher: PasswordHasher = .standard) throws {
         (host, port) = try HTTPServerConfiguration.parseListenAddress(listen)
         self.trustedHeader = trustedHeader
         self.trustedProxies = trustedProxies
         self.sessionSeconds = sessionSeconds
+        self.idleSeconds = idleSeconds
         self.throttle = throttle
+        self.insecureCookies = insecureCookies
+        self.allowedHosts = allowedHosts
+        self.passwordHasher = passwordHasher
     }
 
-    /// Cookies are `Secure` unless the console listens on loopback only: in production it sits
-    /// behind TLS (a proxy); on a laptop, http://127.0.0.1 must still work.
-    public var secureCookies: Bool { !["127.0.0.1", "::1", "localhost"].contains(host) && !host.hasPrefix("127.") }
+    public var secureCookies: Bool { !insecureCookies }
+
+    var cookies: CookiePolicy { CookiePolicy(secure: secureCookies) }
 }

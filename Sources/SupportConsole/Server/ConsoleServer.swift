@@ -17,7 +17,12 @@ public final class ConsoleServer: Sendable {
         let serverConfiguration = HTTPServerConfiguration(
             host: configuration.host, port: configuration.port, maxBodyBytes: 64 * 1024,
             onRequestCompleted: { _, route, status, seconds in metrics.observe(route: route, status: status, seconds: seconds) })
-        server = HTTPServer(configuration: serverConfiguration) { request in Responses.secured(await router.handle(request)) }
+        let originCheck = RequestOriginCheck(configuration: configuration)
+        let hsts = configuration.secureCookies
+        server = HTTPServer(configuration: serverConfiguration) { request in
+            if let refusal = originCheck.refusal(request) { return Responses.secured(refusal, hsts: hsts) }
+            return Responses.secured(await router.handle(request), hsts: hsts)
+        }
     }
 
     /// Binds and serves; returns the bound port.
@@ -46,6 +51,8 @@ struct ConsoleApp: Sendable {
     let sessions: SessionStore
     let gatekeeper: Gatekeeper
     let throttle: LoginThrottle
+    /// scrypt off the cooperative pool.
+    let hashing: PasswordHashing
     /// The exactly-once manual credit `alerts credit` uses.
     let desk: SupportDesk
 
@@ -57,10 +64,11 @@ struct ConsoleApp: Sendable {
         self.logger = logger
         self.lookup = lookup
         audit = AuditLog(client: client, logger: logger)
-        users = ConsoleUsers(client: client)
-        sessions = SessionStore(client: client, lifetimeSeconds: configuration.sessionSeconds)
+        users = ConsoleUsers(client: client, hasher: configuration.passwordHasher)
+        sessions = SessionStore(client: client, lifetimeSeconds: configuration.sessionSeconds, idleSeconds: configuration.idleSeconds)
         gatekeeper = Gatekeeper(configuration: configuration, sessions: sessions, users: users, audit: audit, logger: logger)
-        throttle = LoginThrottle(limits: configuration.throttle)
+        throttle = LoginThrottle(client: client, limits: configuration.throttle)
+        hashing = PasswordHashing()
         desk = SupportDesk(client: client, metrics: SettlementMetrics(registry: registry), logger: logger)
     }
 

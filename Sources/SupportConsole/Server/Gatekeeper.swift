@@ -20,7 +20,7 @@ struct Gatekeeper: Sendable {
     var ssoMode: Bool { configuration.trustedHeader != nil }
 
     func check(_ request: HTTPRequest) async throws -> Verdict {
-        let cookie = Cookies.parse(request.header("Cookie"))[Cookies.session]
+        let cookie = Cookies.parse(request.header("Cookie"))[configuration.cookies.session]
         let fromSession = try await cookie.asyncMap { try await sessions.user(for: $0) } ?? nil
         guard let header = configuration.trustedHeader else {
             guard let user = fromSession else { return .refused(Responses.redirect("/login")) }
@@ -50,7 +50,7 @@ struct Gatekeeper: Sendable {
     }
 
     func sessionCookie(_ token: String) -> String {
-        Cookies.make(Cookies.session, token, maxAge: Int(configuration.sessionSeconds), secure: configuration.secureCookies)
+        configuration.cookies.make(configuration.cookies.session, token, maxAge: Int(configuration.sessionSeconds))
     }
 
     /// A form's CSRF token against the session's, in constant time.

@@ -50,7 +50,7 @@ extension ConsoleApp {
             let entries = try await audit.page(before: before ?? Int.max, limit: 101)
             return Responses.html(AuditPage(entries: Array(entries.prefix(100)), hasMore: entries.count > 100, before: before).render(user))
         })
-        router.get("/lookup", readable { _, _, user, _ in
+        router.get("/lookup", supportPage { _, _, user, _ in
             Responses.html(LookupPage(available: lookup != nil, appleOrderID: nil, transactions: [], notice: nil).render(user))
         })
     }

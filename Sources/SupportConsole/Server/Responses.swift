@@ -7,12 +7,14 @@ enum Responses {
     static let contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
         + "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-    static func secured(_ response: HTTPResponse) -> HTTPResponse {
+    /// `hsts` when cookies are Secure: the console is reached over TLS, and browsers should never try plain http.
+    static func secured(_ response: HTTPResponse, hsts: Bool) -> HTTPResponse {
         var response = response
         response.headers += [
             ("Content-Security-Policy", contentSecurityPolicy), ("X-Frame-Options", "DENY"),
             ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"),
         ]
+        if hsts { response.headers.append(("Strict-Transport-Security", "max-age=31536000")) }
         if response.header("Cache-Control") == nil { response.headers.append(("Cache-Control", "no-store")) }
         return response
     }
@@ -33,11 +35,8 @@ enum Responses {
     }
 }
 
-/// Cookie header parsing and Set-Cookie values.
+/// Cookie header parsing.
 enum Cookies {
-    static let session = "rw_console_session"
-    static let loginCSRF = "rw_console_login_csrf"
-
     static func parse(_ header: String?) -> [String: String] {
         var cookies: [String: String] = [:]
         for part in (header ?? "").split(separator: ";") {
@@ -48,9 +47,20 @@ enum Cookies {
         }
         return cookies
     }
+}
 
-    /// HttpOnly, SameSite=Strict, Secure unless on loopback; `maxAge` 0 deletes.
-    static func make(_ name: String, _ value: String, path: String = "/", maxAge: Int, secure: Bool) -> String {
-        "\(name)=\(value); Path=\(path); Max-Age=\(maxAge); HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "")
+/// The console's cookie names and attributes. Secure cookies take the `__Host-` prefix: the
+/// browser then accepts them only with `Secure`, `Path=/` and no `Domain`, so a sibling subdomain
+/// cannot plant or shadow them.
+struct CookiePolicy: Sendable {
+    let secure: Bool
+
+    var session: String { prefix + "rw_console_session" }
+    var loginCSRF: String { prefix + "rw_console_login_csrf" }
+    private var prefix: String { secure ? "__Host-" : "" }
+
+    /// HttpOnly, SameSite=Strict, Path=/ (the prefix demands it), Secure unless turned off; `maxAge` 0 deletes.
+    func make(_ name: String, _ value: String, maxAge: Int) -> String {
+        "\(name)=\(value); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "")
     }
 }

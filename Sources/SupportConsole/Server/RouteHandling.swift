@@ -25,6 +25,11 @@ extension ConsoleApp {
         guarded(requiresSupport: true, handler)
     }
 
+    /// A page only the support role may open (it leads to actions, e.g. the Apple order lookup).
+    func supportPage(_ handler: @escaping ConsoleHandler) -> HTTPRouteHandler {
+        guarded(requiresSupport: true, handler)
+    }
+
     /// Signed in, but for a POST only the CSRF token is required (sign out).
     func signedInPost(_ handler: @escaping ConsoleHandler) -> HTTPRouteHandler {
         guarded(requiresSupport: false, handler)
@@ -47,10 +52,11 @@ extension ConsoleApp {
                         throw BadRequest("This form has expired or did not come from this console (CSRF token missing or stale). "
                                          + "Reload the page and try again.", status: 403)
                     }
-                    if requiresSupport && !signedIn.role.mayAct {
-                        logger.warning("console_role_refused", ["actor": .string(signedIn.name), "path": .string(request.path)])
-                        throw BadRequest("Your role (\(signedIn.role.rawValue)) may read but not act. Ask for the support role.", status: 403)
-                    }
+                }
+                // Every method, not only POST: a route is support-only whatever verb reaches it.
+                if requiresSupport && !signedIn.role.mayAct {
+                    logger.warning("console_role_refused", ["actor": .string(signedIn.name), "path": .string(request.path)])
+                    throw BadRequest("Your role (\(signedIn.role.rawValue)) may read but not act. Ask for the support role.", status: 403)
                 }
                 var response = try await handler(request, params, signedIn, form)
                 response.headers += cookies.headers.filter { $0.name == "Set-Cookie" }

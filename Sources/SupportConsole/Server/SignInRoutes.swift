@@ -18,34 +18,43 @@ extension ConsoleApp {
             }
         }
         router.post("/logout", signedInPost { request, _, user, _ in
-            if let token = Cookies.parse(request.header("Cookie"))[Cookies.session] { try await sessions.delete(token) }
+            if let token = Cookies.parse(request.header("Cookie"))[configuration.cookies.session] { try await sessions.delete(token) }
             try await audit.record(actor: user.name, action: "logout", target: nil)
             return Responses.redirect(gatekeeper.ssoMode ? "/" : "/login",
-                                      cookies: [Cookies.make(Cookies.session, "", maxAge: 0, secure: configuration.secureCookies)])
+                                      cookies: [configuration.cookies.make(configuration.cookies.session, "", maxAge: 0)])
         })
     }
 
     private func signIn(_ request: HTTPRequest) async throws -> HTTPResponse {
         guard !gatekeeper.ssoMode else { return Responses.redirect("/") }
-        let address = request.remoteAddress ?? "unknown"
+        let address = ClientAddress.of(request, trustedProxies: configuration.trustedProxies)
         guard let form = FormFields(String(decoding: request.body, as: UTF8.self)),
               let name = form.text("user"), name.count <= 200, let password = form["password"], !password.isEmpty else {
             return retry(message: "Enter a user name and a password.", status: 400)
         }
         // Double-submit: the form's token must equal the cookie set with the form.
-        guard let cookie = Cookies.parse(request.header("Cookie"))[Cookies.loginCSRF], Gatekeeper.tokensMatch(form["csrf"], cookie) else {
+        guard let cookie = Cookies.parse(request.header("Cookie"))[configuration.cookies.loginCSRF], Gatekeeper.tokensMatch(form["csrf"], cookie) else {
             return retry(message: "The sign-in form expired; please try again.", status: 403)
         }
-        guard await throttle.allows(user: name, address: address) else {
+        // Counted before the password is checked, so parallel guesses cannot all pass together.
+        if let wait = try await throttle.reserve(user: name, address: address) {
             try await audit.record(actor: name, action: "login_failed", target: nil, details: ["reason": "rate limited", "address": address])
-            return retry(message: "Too many failed sign-ins; wait a few minutes.", status: 429)
+            let seconds = Int(wait.rounded(.up))
+            var response = retry(message: "Too many failed sign-ins; try again in \(seconds) second\(seconds == 1 ? "" : "s").", status: 429)
+            response.headers.append(("Retry-After", String(seconds)))
+            return response
         }
-        guard let role = try await users.checkPassword(name: name, password: password) else {
-            await throttle.recordFailure(user: name, address: address)
+        let checked: ConsoleRole?
+        do {
+            checked = try await users.checkPassword(name: name, password: password, hashing: hashing)
+        } catch let busy as PasswordHashingBusy {
+            return retry(message: "Too many sign-ins at once (\(busy)).", status: 503)
+        }
+        guard let role = checked else {
             try await audit.record(actor: name, action: "login_failed", target: nil, details: ["reason": "wrong user or password", "address": address])
             return retry(message: "Wrong user name or password.", status: 401)
         }
-        await throttle.recordSuccess(user: name)
+        try await throttle.succeeded(user: name, address: address)
         let token = try await sessions.create(for: name)
         try await audit.record(actor: name, action: "login", target: nil, details: ["method": "password", "role": role.rawValue, "address": address])
         return Responses.redirect("/", cookies: [gatekeeper.sessionCookie(token), loginCSRFCookie("", maxAge: 0)])
@@ -58,6 +67,6 @@ extension ConsoleApp {
     }
 
     private func loginCSRFCookie(_ token: String, maxAge: Int) -> String {
-        Cookies.make(Cookies.loginCSRF, token, path: "/login", maxAge: maxAge, secure: configuration.secureCookies)
+        configuration.cookies.make(configuration.cookies.loginCSRF, token, maxAge: maxAge)
     }
 }

@@ -5,7 +5,9 @@ enum Layout {
     ]
 
     static func page(title: String, current: String, user: ConsoleUser?, refreshSeconds: Int = 0, _ content: HTML) -> HTML {
-        let navigation = HTML.join(sections.map { section -> HTML in
+        // The lookup is an action (it asks Apple): only the support role is shown the way there.
+        let visible = sections.filter { $0.path != "/lookup" || user?.role.mayAct == true }
+        let navigation = HTML.join(visible.map { section -> HTML in
             let marker = HTML(trusted: section.path == current ? " aria-current=\"page\"" : "")
             return "<a href=\"\(section.path)\"\(marker)>\(section.title)</a>"
         })
