@@ -45,7 +45,7 @@ let package = Package(
         // Apple: wire formats, status codes, verifyReceipt client.
         .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim", "CZlib", "UTCTime", "JSONWire"]),
         // The money: matching, crediting, alerts.
-        .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability", "HTTP"]),
+        .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability", "HTTP", "JSONWire"]),
         // Faces.
         .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability", "JSONWire"]),
         .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability", "COpenSSL", "JSONWire"]),
