@@ -35,3 +35,6 @@ CREATE INDEX CONCURRENTLY credits_by_purchase ON iap.credits (purchased_at) INCL
 DROP INDEX CONCURRENTLY IF EXISTS iap.credits_by_revocation;
 CREATE INDEX CONCURRENTLY credits_by_revocation ON iap.credits (revoked_at) INCLUDE (product_id, quantity, environment)
     WHERE revoked_at IS NOT NULL;
+
+-- Get Transaction History (v2), for the buyers behind a gap, has its own fleet limit row.
+INSERT INTO iap.appstore_api_limits (family) VALUES ('transaction_history') ON CONFLICT (family) DO NOTHING;

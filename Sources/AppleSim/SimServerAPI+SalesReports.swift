@@ -11,6 +11,28 @@ extension SimServerAPI {
     func addSalesReportRoutes(to router: inout HTTPRouter) {
         router.get("/v1/salesReports") { [self] request, _ in salesReport(request) }
         router.post("/sim/sales") { [self] request, _ in injectSales(request.body) }
+        for (prefix, environment) in [("", StoreKitEnvironment.production), ("/sandbox", .sandbox)] {
+            router.get("\(prefix)/inApps/v2/history/{id}") { [self] request, params in
+                if let refused = Self.refusedShape(request, query: ["revision", "sort"]) { return refused }
+                switch transactionHistory(params["id"] ?? "", authorization: request.header("Authorization"), environment: environment) {
+                case .refused(let answer): return Self.response(answer)
+                case .found(let payloads):
+                    let signed = payloads.compactMap { payload -> String? in
+                        var fresh = payload
+                        fresh.signedDate = Date()
+                        return try? signingChain.signTransaction(fresh)
+                    }
+                    return Self.historyJSON(TransactionHistoryResponse(revision: "sim-r1", hasMore: false, bundleId: payloads.first?.bundleId,
+                                                                       environment: environment.rawValue, signedTransactions: signed))
+                }
+            }
+        }
+    }
+
+    private static func historyJSON(_ value: TransactionHistoryResponse) -> HTTPResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return .json(status: 200, (try? encoder.encode(value)) ?? Data("{}".utf8))
     }
 
     func salesReport(_ request: HTTPRequest, now: Date = Date()) -> HTTPResponse {

@@ -266,6 +266,22 @@ public final class SimServerAPI: Sendable {
         }
     }
 
+    /// Get Transaction History (v2): the customer behind `id` (apple-sim's customer is the transactions'
+    /// `appAccountToken`; without one, the transaction alone), oldest purchase first, in one page.
+    func transactionHistory(_ id: String, authorization: String?, environment: StoreKitEnvironment) -> SimOrderAnswer {
+        if let refused = gate(.transactionHistory, authorization: authorization) { return .refused(refused) }
+        let found = state.withLock { s -> [JWSTransactionPayload]? in
+            guard Self.isValidID(id) else { return nil }
+            guard let known = s.transactions[environment]?[id] else { return [] }
+            guard let customer = known.appAccountToken else { return [known] }
+            return s.transactions[environment, default: [:]].values.filter { $0.appAccountToken == customer }
+                .sorted { ($0.purchaseDate ?? .distantPast, $0.transactionId ?? "") < ($1.purchaseDate ?? .distantPast, $1.transactionId ?? "") }
+        }
+        guard let found else { return .refused(.refused(.invalidTransactionID)) }
+        guard !found.isEmpty else { return .refused(.refused(.transactionIDNotFound)) }
+        return .found(found)
+    }
+
     func lookUpOrder(_ orderID: String, authorization: String?) -> SimOrderAnswer {
         if let refused = gate(.orderLookup, authorization: authorization) { return .refused(refused) }
         let payloads = state.withLock { s -> [JWSTransactionPayload]? in

@@ -25,13 +25,16 @@ public struct Reconciler: Sendable {
     let reports: any SalesReportSource
     let alerts: AlertRecorder
     let logger: Logger
+    /// Pulls the buyers' histories behind a shortfall; nil when no App Store Server API is configured.
+    let recovery: GapRecovery?
     private let store = ReconciliationStore()
 
-    public init(client: PostgresClient, reports: any SalesReportSource, alerts: AlertRecorder, logger: Logger) {
+    public init(client: PostgresClient, reports: any SalesReportSource, alerts: AlertRecorder, logger: Logger, recovery: GapRecovery? = nil) {
         self.client = client
         self.reports = reports
         self.alerts = alerts
         self.logger = logger
+        self.recovery = recovery
     }
 
     public func reconcile(_ day: ReportDay) async throws -> ReconciliationResult {
@@ -43,7 +46,7 @@ public struct Reconciler: Sendable {
             return ReconciliationResult(day: day, available: false, products: [])
         case .success(.available(let report)): apple = report
         }
-        var result = try await client.transaction { connection in
+        let result = try await client.transaction { connection in
             let ledger = try await store.ledger(day, on: connection)
             let products = Self.compare(apple.inAppUnits, ledger)
             try await store.saveDays(day, products, on: connection)
@@ -63,7 +66,14 @@ public struct Reconciler: Sendable {
         logger.info("reconciliation_checked", ["day": .string(day.description), "products": .int(result.0.products.count),
                                                "gaps": .int(result.0.gaps.count), "alerts_raised": .int(result.0.alertsRaised),
                                                "alerts_resolved": .int(result.0.alertsResolved)])
-        return result.0
+        var reconciled = result.0
+        // Only a shortfall has buyers to look for; units credited that Apple never sold wait for support.
+        if let recovery {
+            for product in reconciled.gaps where product.gap > 0 {
+                reconciled.recovered[product.productID] = try await recovery.recover(product: product.productID, day: day)
+            }
+        }
+        return reconciled
     }
 
     /// Every product either side knows, sorted.

@@ -30,6 +30,8 @@ public struct ReconciliationResult: Sendable, Equatable {
     /// Gap alerts raised (new) and resolved by this run.
     public var alertsRaised = 0
     public var alertsResolved = 0
+    /// Per product with a shortfall: the buyers whose histories were pulled and the jobs enqueued.
+    public var recovered: [String: GapRecovery.Counts] = [:]
 
     public var gaps: [ReconciledProduct] { products.filter { $0.gap != 0 } }
 

@@ -63,6 +63,17 @@ final class ReconcileCommandTests: XCTestCase {
         let open = try await client.query("SELECT details ->> 'difference' FROM iap.alerts WHERE kind = 'reconciliation_gap' AND state = 'open'")
         XCTAssertEqual(try open.map { try $0.decode(String.self, at: 0) }, ["2"])
 
+        // With the App Store Server API configured, the shortfall's buyers are looked for (none can be named here).
+        let serverKey = folder.appendingPathComponent("inapp.p8").path
+        try sim.serverAPI.writeAPIPrivateKey(to: serverKey)
+        let withHistory = env.merging(["APPLE_BUNDLE_ID": "com.example.cli", "APPSTORE_API_URL": sim.baseURL.absoluteString,
+                                       "APPSTORE_ISSUER_ID": SimServerAPI.defaultIssuerID, "APPSTORE_KEY_ID": SimServerAPI.defaultKeyID,
+                                       "APPSTORE_PRIVATE_KEY_FILE": serverKey]) { $1 }
+        let gapTable = try await ChildProcess.run([binary, "reconcile", "--date", day.description], environment: withHistory)
+        XCTAssertEqual(gapTable.code, 0, gapTable.stderr)
+        XCTAssertTrue(gapTable.stdout.contains("1 product(s) with a gap; 0 alert(s) opened"), gapTable.stdout)
+        XCTAssertTrue(gapTable.stdout.contains("gems_10: 0 buyer(s)' histories pulled"), gapTable.stdout)
+
         try await credit("cli-r2")
         try await credit(gapID)
         let table = try await ChildProcess.run([binary, "reconcile", "--date", day.description], environment: env)
