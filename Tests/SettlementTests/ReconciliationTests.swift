@@ -160,3 +160,22 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertLessThan(units, 1100)
     }
 }
+
+/// The leader's duty: which days it compares, and the metrics it leaves.
+final class ReconciliationTaskTests: XCTestCase {
+    func testTheLeaderComparesTheFinishedPacificDaysAndExportsTheGap() {
+        // 2026-03-09 06:30 UTC is still the 8th in Los Angeles: the finished days are the 6th and 7th.
+        let days = ReconciliationTask.finishedDays(before: Date(timeIntervalSince1970: 1_773_037_800), count: 2)
+        XCTAssertEqual(days.map(\.description), ["2026-03-06", "2026-03-07"])
+
+        let registry = MetricsRegistry()
+        let metrics = ReconciliationMetrics(registry: registry)
+        let day = ReportDay("2026-03-07")!
+        metrics.record(ReconciliationResult(day: day, available: true, products: [
+            ReconciledProduct(productID: "coins_100", appleUnits: 40, appleReturns: 1, credited: 37, revoked: 1),
+        ]))
+        metrics.record(ReconciliationResult(day: ReportDay("2026-03-06")!, available: false, products: []))
+        XCTAssertEqual(metrics.gapUnits.labels("coins_100").value, 3)
+        XCTAssertEqual(metrics.lastDay.labels().value, day.start.timeIntervalSince1970, "an older or unpublished day does not move it back")
+    }
+}

@@ -148,7 +148,8 @@ enum Settings {
                                    help: "length of the maintenance leadership lease; renewed every third of it, each renewal bounded by a third of it")
 
     static let logging = [logFormat, logLevel]
-    static let appStoreConnect = [connectAPIURL, connectIssuerID, connectKeyID, connectPrivateKeyFile, connectVendorNumber, appleTimeout]
+    static let appStoreConnectCredentials = [connectAPIURL, connectIssuerID, connectKeyID, connectPrivateKeyFile, connectVendorNumber]
+    static let appStoreConnect = appStoreConnectCredentials + [appleTimeout]
     static let database = [databaseURL, databaseCallTimeout, databaseConnectTimeout, databasePreparedStatements,
                            databaseIdleInTransactionTimeout, databasePoolSize]
 }
