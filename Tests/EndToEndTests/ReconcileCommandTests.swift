@@ -95,3 +95,42 @@ final class ReconcileCommandTests: XCTestCase {
         await sim.shutdown()
     }
 }
+
+/// The leader's daily duty in a real `work` process: with the App Store Connect settings, the last
+/// finished Pacific days are reconciled without anyone asking.
+final class ReconciliationDutyTests: XCTestCase {
+    func testTheLeaderReconcilesYesterdayOnItsOwn() async throws {
+        let url = try await TestDatabase.fresh()
+        let sim = AppleSimulator()
+        try sim.start()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("rw-duty-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let keyFile = folder.appendingPathComponent("team.p8").path
+        try sim.serverAPI.writeAPIPrivateKey(to: keyFile)
+        let day = ReportDay(containing: ReportDay(containing: Date()).start.addingTimeInterval(-1))
+        sim.serverAPI.injectUnuploadedSales(productID: "gems_10", count: 4, purchaseDate: day.start.addingTimeInterval(3600))
+        let worker = try ChildProcess.receiptWorker(["work"], environment: [
+            "DATABASE_URL": url, "METRICS_LISTEN": "off", "LOG_LEVEL": "info", "APPLE_BUNDLE_ID": "com.example.duty",
+            "APPLE_VERIFY_RECEIPT_URL": sim.productionURL.absoluteString, "APPLE_VERIFY_RECEIPT_SANDBOX_URL": sim.sandboxURL.absoluteString,
+            "APPSTORECONNECT_API_URL": sim.baseURL.absoluteString, "APPSTORECONNECT_ISSUER_ID": SimServerAPI.defaultIssuerID,
+            "APPSTORECONNECT_KEY_ID": SimServerAPI.defaultKeyID, "APPSTORECONNECT_PRIVATE_KEY_FILE": keyFile,
+            "APPSTORECONNECT_VENDOR_NUMBER": "85000001",
+        ])
+        defer { worker.signal(SIGKILL) }
+        let client = PostgresClient(conninfo: url)
+        let reconciled = try await eventually(60, every: .milliseconds(200)) {
+            try await client.query("SELECT apple_units, credited FROM iap.reconciliation_days WHERE day = $1::date AND product_id = 'gems_10'",
+                                   [day.description]).first.map { try $0.decode(Int.self, at: 0) == 4 && $0.decode(Int.self, at: 1) == 0 } ?? false
+        }
+        XCTAssertTrue(reconciled, worker.stdout)
+        let alerts = try await client.query("SELECT count(*) FROM iap.alerts WHERE kind = 'reconciliation_gap' AND state = 'open'")[0]
+            .decode(Int.self, at: 0)
+        XCTAssertEqual(alerts, 1)
+        worker.signal(SIGTERM)
+        _ = try await worker.wait(timeout: 30)
+        XCTAssertTrue(worker.stdout.contains("event=reconciliation_gap"), worker.stdout)
+        await client.close()
+        await sim.shutdown()
+    }
+}
