@@ -22,6 +22,7 @@ public final class AppleSimulator: Sendable {
         self.logger = logger
         let serverAPI = serverAPI ?? SimServerAPI.standard()
         self.serverAPI = serverAPI
+        serverAPI.salesBook.reportDelay = configuration.salesReportDelay
         let engine = SimEngine(configuration: configuration, salesBook: serverAPI.salesBook)
         self.engine = engine
         var router = SimRoutes.router(engine, logger: logger, serverAPI: self.serverAPI)
