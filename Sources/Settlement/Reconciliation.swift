@@ -76,6 +76,9 @@ public struct Reconciler: Sendable {
         return reconciled
     }
 
+    /// The ledger aggregation of `day`, for plans (bench reconcile shows it is index-backed).
+    public static func ledgerStatement(_ day: ReportDay) -> PostgresStatement { ReconciliationStore.ledgerStatement(day) }
+
     /// Every product either side knows, sorted.
     static func compare(_ apple: [SalesSummaryReport.ProductUnits], _ ledger: [String: (credited: Int, revoked: Int)]) -> [ReconciledProduct] {
         let appleByProduct = Dictionary(apple.map { ($0.productID, $0) }, uniquingKeysWith: { a, _ in a })
