@@ -36,5 +36,9 @@ DROP INDEX CONCURRENTLY IF EXISTS iap.credits_by_revocation;
 CREATE INDEX CONCURRENTLY credits_by_revocation ON iap.credits (revoked_at) INCLUDE (product_id, quantity, environment)
     WHERE revoked_at IS NOT NULL;
 
+-- The buyers behind a gap: orders for the product, placed that day, still open.
+DROP INDEX CONCURRENTLY IF EXISTS iap.orders_open_by_product_day;
+CREATE INDEX CONCURRENTLY orders_open_by_product_day ON iap.orders (product_id, created_at) WHERE status = 'open';
+
 -- Get Transaction History (v2), for the buyers behind a gap, has its own fleet limit row.
 INSERT INTO iap.appstore_api_limits (family) VALUES ('transaction_history') ON CONFLICT (family) DO NOTHING;

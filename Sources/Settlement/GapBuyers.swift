@@ -25,14 +25,16 @@ struct GapBuyers: Sendable {
             (SELECT c.transaction_id FROM iap.credits c
              WHERE c.user_id = b.user_id AND c.environment = 'Production' ORDER BY c.credited_at DESC LIMIT 1))
         FROM buyers b
-        ORDER BY b.user_id
+        ORDER BY random()
+        LIMIT $4
         """
 
-    /// Buyers with no transaction we know of cannot be looked up: they are counted, not returned.
-    func find(product: String, day: ReportDay, client: PostgresClient) async throws -> (buyers: [Buyer], unreachable: Int) {
+    /// At most `limit` buyers, drawn at random so that repeated bounded runs reach every one. Buyers with
+    /// no transaction we know of cannot be looked up: they are counted, not returned.
+    func find(product: String, day: ReportDay, limit: Int, client: PostgresClient) async throws -> (buyers: [Buyer], unreachable: Int) {
         var buyers: [Buyer] = []
         var unreachable = 0
-        for row in try await client.query(Self.buyersSQL, [product, day.start, day.end]) {
+        for row in try await client.query(Self.buyersSQL, [product, day.start, day.end, limit]) {
             if let transaction = try row.decode(String?.self, at: 1) {
                 buyers.append(Buyer(userID: try row.decode(String.self, at: 0), knownTransactionID: transaction))
             } else {

@@ -19,18 +19,22 @@ public struct GapRecovery: Sendable {
     let client: PostgresClient
     let api: AppStoreServerAPIClient
     let logger: Logger
+    /// Buyers looked up per product-day and run: bounds how long the leader's duty holds the others up
+    /// (History calls wait for the fleet limit); the next run draws others.
+    let maxBuyers: Int
     private let buyers = GapBuyers()
     /// Pages of one customer's history read at most (a page holds up to 20 transactions).
     static let maxPages = 50
 
-    public init(client: PostgresClient, api: AppStoreServerAPIClient, logger: Logger) {
+    public init(client: PostgresClient, api: AppStoreServerAPIClient, logger: Logger, maxBuyers: Int = .max) {
         self.client = client
         self.api = api
         self.logger = logger
+        self.maxBuyers = max(1, maxBuyers)
     }
 
     public func recover(product: String, day: ReportDay) async throws -> Counts {
-        let found = try await buyers.find(product: product, day: day, client: client)
+        let found = try await buyers.find(product: product, day: day, limit: min(maxBuyers, Int(Int32.max)), client: client)
         var counts = Counts(buyers: found.buyers.count, unreachable: found.unreachable)
         for buyer in found.buyers {
             switch await paidTransactions(of: buyer) {

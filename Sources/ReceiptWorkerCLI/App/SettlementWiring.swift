@@ -124,7 +124,7 @@ struct SettlementWiring: Sendable {
         }
         if let salesReports {
             let reconciler = Reconciler(client: client, reports: salesReports, alerts: alerts, logger: runtime.logger,
-                                        recovery: serverAPI.map { GapRecovery(client: client, api: $0, logger: runtime.logger) })
+                                        recovery: serverAPI.map { GapRecovery(client: client, api: $0, logger: runtime.logger, maxBuyers: 200) })
             history.append(ReconciliationTask(reconciler: reconciler, metrics: ReconciliationMetrics(registry: registry)))
         }
         return history + [
