@@ -19,7 +19,10 @@ public struct ReconciliationBenchmark: Sendable {
     public func run() async throws -> Int32 {
         let purchases = context.number("jobs", default: 1_000_000)
         return try await context.withDatabase { url, _ in
-            let client = PostgresClient(conninfo: url, maxConnections: 2, applicationName: "receipt-worker-bench")
+            // Loading 10,000,000 ledger rows and vacuuming them takes longer than any call deadline.
+            var configuration = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-bench")
+            configuration.callTimeout = .infinity
+            let client = PostgresClient(configuration: configuration, maxConnections: 2)
             try await context.migrate(client)
             let day = ReportDay(containing: ReportDay(containing: Date()).start.addingTimeInterval(-1))
             let loading = ContinuousClock.now
