@@ -134,6 +134,23 @@ final class ReconciliationTests: XCTestCase {
         await stop(h)
     }
 
+    /// Finding a gap's buyers reads the open orders of the product-day through their 0018 index.
+    func testTheBuyersOfAGapAreFoundThroughAnIndex() async throws {
+        let url = try await TestDatabase.fresh()
+        let connection = try await PostgresConnection.connect(url)
+        _ = try await connection.query("""
+            INSERT INTO iap.orders (order_id, user_id, product_id, status, created_at)
+            SELECT 'o-' || n, 'u-' || n, 'p' || (n % 7), CASE WHEN n % 10 = 0 THEN 'open' ELSE 'credited' END, now() - n * interval '60 seconds'
+            FROM generate_series(1, 40000) AS n
+            """)
+        try await connection.execute(script: "ANALYZE iap.orders")
+        let day = ReportDay(containing: Date().addingTimeInterval(-10 * 86_400))
+        let plan = try await connection.pipeline([PostgresStatement(GapBuyers.buyersSQL, ["p3", day.start, day.end, 200]).explained()])[0]
+            .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+        XCTAssertTrue(plan.contains("orders_open_by_product_day"), plan)
+        XCTAssertFalse(plan.contains("Seq Scan on orders"), plan)
+    }
+
     /// The ledger aggregation reads the two 0018 indexes, not the table, among 40,000 credits over 40 days.
     func testTheLedgerAggregationIsIndexBacked() async throws {
         let url = try await TestDatabase.fresh()
