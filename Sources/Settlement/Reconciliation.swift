@@ -46,7 +46,7 @@ public struct Reconciler: Sendable {
             return ReconciliationResult(day: day, available: false, products: [])
         case .success(.available(let report)): apple = report
         }
-        let result = try await client.transaction { connection in
+        let (checked, opened) = try await client.transaction { connection in
             let ledger = try await store.ledger(day, on: connection)
             let products = Self.compare(apple.inAppUnits, ledger)
             try await store.saveDays(day, products, on: connection)
@@ -62,11 +62,11 @@ public struct Reconciler: Sendable {
             return (result, opened)
         }
         // Announced once committed, as every alert is.
-        for (alert, id) in result.1 { alerts.announce(alert, id: id, repeated: false) }
-        logger.info("reconciliation_checked", ["day": .string(day.description), "products": .int(result.0.products.count),
-                                               "gaps": .int(result.0.gaps.count), "alerts_raised": .int(result.0.alertsRaised),
-                                               "alerts_resolved": .int(result.0.alertsResolved)])
-        var reconciled = result.0
+        for (alert, id) in opened { alerts.announce(alert, id: id, repeated: false) }
+        logger.info("reconciliation_checked", ["day": .string(day.description), "products": .int(checked.products.count),
+                                               "gaps": .int(checked.gaps.count), "alerts_raised": .int(checked.alertsRaised),
+                                               "alerts_resolved": .int(checked.alertsResolved)])
+        var reconciled = checked
         // Only a shortfall has buyers to look for; units credited that Apple never sold wait for support.
         if let recovery {
             for product in reconciled.gaps where product.gap > 0 {
