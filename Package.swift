@@ -19,6 +19,12 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
+        // gzip for App Store Connect's sales reports (OpenSSL has no inflate).
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
         // Only what Swift cannot import from OpenSSL's headers (macros, variadics).
         .target(name: "CCryptoShim", dependencies: ["COpenSSL"]),
         // A leaf: UTC calendar fields and the timestamp texts of logs, PostgreSQL and Apple.
@@ -37,9 +43,9 @@ let package = Package(
         // The generic job engine: claim, complete, retry, leases, maintenance, shutdown.
         .target(name: "Queue", dependencies: ["Postgres", "Observability", "JSONWire"]),
         // Apple: wire formats, status codes, verifyReceipt client.
-        .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim", "UTCTime", "JSONWire"]),
+        .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim", "CZlib", "UTCTime", "JSONWire"]),
         // The money: matching, crediting, alerts.
-        .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability", "HTTP"]),
+        .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability", "HTTP", "JSONWire"]),
         // Faces.
         .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability", "JSONWire"]),
         .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability", "COpenSSL", "JSONWire"]),

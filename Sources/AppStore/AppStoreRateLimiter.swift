@@ -8,6 +8,7 @@ public enum AppStoreAPIFamily: String, Sendable, CaseIterable {
     case notificationHistory = "notification_history"
     case consumption = "consumption"
     case orderLookup = "order_lookup"
+    case transactionHistory = "transaction_history"
 }
 
 /// What the fleet limiter said about one request.

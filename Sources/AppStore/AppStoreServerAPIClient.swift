@@ -74,6 +74,18 @@ public final class AppStoreServerAPIClient: Sendable {
                              on: .production)
     }
 
+    /// One page of Get Transaction History (v2): the customer's transactions, found through any one of
+    /// their transaction ids; `revision` is the previous page's, nil for the first.
+    public func getTransactionHistory(transactionID: String, revision: String?,
+                                      environment: AppleEnvironment = .production) async -> Result<TransactionHistoryResponse, AppStoreAPIError> {
+        guard Self.isSafePathSegment(transactionID) else {
+            return .failure(AppStoreAPIError(.rejected, reason: "invalid_transaction_id", status: nil, detail: "transaction id has invalid characters"))
+        }
+        let query = [URLQueryItem(name: "sort", value: "ASCENDING")] + (revision.map { [URLQueryItem(name: "revision", value: $0)] } ?? [])
+        return await decoded(TransactionHistoryResponse.self, family: .transactionHistory, method: "GET",
+                             path: "inApps/v2/history/\(transactionID)", query: query, on: environment)
+    }
+
     // MARK: one request
 
     private func transactionInfo(_ transactionID: String, on environment: AppleEnvironment) async -> Result<AppStoreServerAPIResult, AppStoreAPIError> {

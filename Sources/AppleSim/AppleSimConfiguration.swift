@@ -12,6 +12,8 @@ public struct AppleSimConfiguration: Sendable {
     public var faults: AppleSimFaults
     /// How long a "hung" request is held at most (far beyond any sane client timeout).
     public var hangLimit: Duration
+    /// How long after a Pacific day ends its Sales and Trends report is served (before: 404 NOT_FOUND).
+    public var salesReportDelay: TimeInterval = 0
 
     public init(host: String = "127.0.0.1", port: Int = 0, sharedSecret: String? = nil, seed: UInt64? = nil,
                 faults: AppleSimFaults = AppleSimFaults(), hangLimit: Duration = .seconds(600)) {
@@ -36,12 +38,13 @@ public struct AppleSimConfiguration: Sendable {
         ("reset-rate", "share whose connection is closed unanswered"),
         ("malformed-rate", "share answered with truncated JSON"),
         ("outage", "START:DURATION of answering 503 to everything, e.g. 5s:10s"),
+        ("sales-report-delay", "how long after a Pacific day ends its sales report is available, e.g. 8h (default 0)"),
     ]
 
     public static let usage = """
         apple-sim [--listen HOST:PORT] [--shared-secret S] [--seed N] [--latency 200ms|3s-6s]
                   [--error-rate R] [--status-21005-rate R] [--retryable-rate R] [--hang-rate R]
-                  [--reset-rate R] [--malformed-rate R] [--outage START:DURATION]
+                  [--reset-rate R] [--malformed-rate R] [--outage START:DURATION] [--sales-report-delay 8h]
         """
 
     /// Parses `--flag value` and `--flag=value` pairs; the first bad or unknown flag is the error.
@@ -85,6 +88,14 @@ public struct AppleSimConfiguration: Sendable {
                 throw AppleSimSettingError(setting: "seed", message: "expected a non-negative integer, got '\(value)'")
             }
             seed = n
+        case "sales-report-delay":
+            let hours = value.trimmingCharacters(in: .whitespaces).lowercased().hasSuffix("h")
+            guard let delay = hours ? Double(value.trimmingCharacters(in: .whitespaces).dropLast()).map({ $0 * 3600 })
+                    : SimDurations.parse(value).map({ Double(SimDurations.milliseconds($0)) / 1000 }),
+                  delay.isFinite, delay >= 0 else {
+                throw AppleSimSettingError(setting: "sales-report-delay", message: "expected a duration like 8h, 90s or 0, got '\(value)'")
+            }
+            salesReportDelay = delay
         default:
             try faults.apply(name, value)
         }

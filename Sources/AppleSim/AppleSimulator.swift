@@ -20,9 +20,11 @@ public final class AppleSimulator: Sendable {
                 serverAPI: SimServerAPI? = nil) {
         self.configuration = configuration
         self.logger = logger
-        let engine = SimEngine(configuration: configuration)
+        let serverAPI = serverAPI ?? SimServerAPI.standard()
+        self.serverAPI = serverAPI
+        serverAPI.salesBook.reportDelay = configuration.salesReportDelay
+        let engine = SimEngine(configuration: configuration, salesBook: serverAPI.salesBook)
         self.engine = engine
-        self.serverAPI = serverAPI ?? SimServerAPI.standard()
         var router = SimRoutes.router(engine, logger: logger, serverAPI: self.serverAPI)
         self.serverAPI.addRoutes(to: &router)
         // Thousands of workers' connections can arrive in one burst (a wave of 3 s verifications

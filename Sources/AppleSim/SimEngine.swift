@@ -22,8 +22,11 @@ final class SimEngine: Sendable {
     private let hangLimit: Duration
     let hangs = HangRelease()
     private let state: Mutex<State>
+    /// Where answered purchases go, for the sales report.
+    private let salesBook: SimSalesBook
 
-    init(configuration: AppleSimConfiguration) {
+    init(configuration: AppleSimConfiguration, salesBook: SimSalesBook = SimSalesBook()) {
+        self.salesBook = salesBook
         sharedSecret = configuration.sharedSecret
         hangLimit = configuration.hangLimit
         state = Mutex(State(faults: configuration.faults, random: SimRandom(seed: configuration.seed)))
@@ -85,6 +88,7 @@ final class SimEngine: Sendable {
             s.stats.record(endpoint: endpoint.rawValue, result: result)
             if let answered, answered.status == 0 { s.stats.recordAnswered(paid: answered.paid, revoked: answered.revoked) }
         }
+        if let answered, answered.status == 0, answered.environment == .production { record(answered.sales) }
         return response
     }
 
@@ -92,6 +96,15 @@ final class SimEngine: Sendable {
     /// `100 Continue` head with `Connection: close`, after which the server closes the socket.
     /// Clients skip interim heads, so they see the connection end with no final answer.
     static let closeWithoutAnswer = HTTPResponse(status: 100, headers: [("Connection", "close")])
+
+    /// Production purchases answered as paid (or refunded) are what Apple's sales report counts.
+    private func record(_ sales: [SimReceipt.Transaction]) {
+        for t in sales {
+            salesBook.record(transactionID: t.transactionID, productID: t.productID, quantity: t.quantity ?? 1,
+                             purchaseDate: Date(timeIntervalSince1970: Double(t.purchaseDateMs ?? SimReceipt.nowMilliseconds()) / 1000),
+                             refundDate: t.cancellationDateMs.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+        }
+    }
 
     private func record(_ endpoint: SimVerifyResponder.Endpoint, _ result: String) {
         state.withLock { $0.stats.record(endpoint: endpoint.rawValue, result: result) }

@@ -16,6 +16,8 @@ public final class SimServerAPI: Sendable {
     public let signingChain: SimSigningChain
     /// Secret; only for writing a key file or signing tokens in tests.
     public let apiPrivateKey: ES256PrivateKey
+    /// What was sold and refunded, for `GET /v1/salesReports` (see `SimServerAPI+SalesReports`).
+    public let salesBook = SimSalesBook()
 
     private struct Credentials {
         var publicKey: ES256PublicKey
@@ -36,6 +38,10 @@ public final class SimServerAPI: Sendable {
         /// Apple order id → transaction ids (production).
         var orders: [String: [String]] = [:]
         var consumption: [SimConsumptionAnswer] = []
+        /// The App Store Connect API's team key; nil: the server API key and issuer (no `bid`).
+        var connectCredentials: Credentials?
+        /// The vendor number Sales and Trends answers for; nil: any.
+        var vendorNumber: String?
     }
 
     private let state: Mutex<State>
@@ -62,6 +68,29 @@ public final class SimServerAPI: Sendable {
     /// expectations accept any `kid` / `iss` / `bid`.
     public func trustAPIKey(_ publicKey: ES256PublicKey, keyID: String? = nil, issuerID: String? = nil, bundleID: String? = nil) {
         state.withLock { $0.credentials = Credentials(publicKey: publicKey, keyID: keyID, issuerID: issuerID, bundleID: bundleID) }
+    }
+
+    /// Trust a separate App Store Connect API team key (Sales and Trends) and vendor number.
+    public func trustConnectAPIKey(_ publicKey: ES256PublicKey, keyID: String? = nil, issuerID: String? = nil, vendorNumber: String? = nil) {
+        state.withLock {
+            $0.connectCredentials = Credentials(publicKey: publicKey, keyID: keyID, issuerID: issuerID, bundleID: nil)
+            $0.vendorNumber = vendorNumber
+        }
+    }
+
+    /// The App Store Connect API's front door: scheduled faults, then the bearer token checked as Apple
+    /// checks a team key's (aud appstoreconnect-v1, at most 20 minutes). nil: go on.
+    func connectGate(authorization: String?, vendorNumber: String?, now: Date = Date()) -> (status: Int, code: String)? {
+        state.withLock { s -> (status: Int, code: String)? in
+            let credentials = s.connectCredentials ?? s.credentials
+            guard let authorization, authorization.hasPrefix("Bearer "),
+                  (try? AppStoreConnectJWT.verify(String(authorization.dropFirst(7)), publicKey: credentials.publicKey, now: now,
+                                                  expectedKeyID: credentials.keyID, expectedIssuer: credentials.issuerID)) != nil else {
+                return (401, "NOT_AUTHORIZED")
+            }
+            if let expected = s.vendorNumber, vendorNumber != expected { return (403, "FORBIDDEN_ERROR") }
+            return nil
+        }
     }
 
     /// Writes the API private key as PKCS#8 PEM, readable by the owner only.
@@ -169,9 +198,17 @@ public final class SimServerAPI: Sendable {
             guard let payload = s.transactions[environment]?[id] else { return .refused(.transactionIDNotFound) }
             return .signed(payload)
         }
+        if case .signed(let payload) = answer, environment == .production { recordSale(payload) }
         let status = if case .status(let code, _, _) = answer { code } else { 200 }
         state.withLock { $0.requests["\(environment.rawValue):\(status)", default: 0] += 1 }
         return answer
+    }
+
+    /// A transaction answered as paid (or refunded) goes into the sales report.
+    func recordSale(_ payload: JWSTransactionPayload) {
+        guard let id = payload.transactionId, let product = payload.productId else { return }
+        salesBook.record(transactionID: id, productID: product, quantity: payload.quantity ?? 1,
+                         purchaseDate: payload.purchaseDate ?? Date(), refundDate: payload.revocationDate)
     }
 
     static func isValidID(_ id: String) -> Bool {
@@ -227,6 +264,22 @@ public final class SimServerAPI: Sendable {
                 return .status(202, error: nil, headers: [])
             }
         }
+    }
+
+    /// Get Transaction History (v2): the customer behind `id` (apple-sim's customer is the transactions'
+    /// `appAccountToken`; without one, the transaction alone), oldest purchase first, in one page.
+    func transactionHistory(_ id: String, authorization: String?, environment: StoreKitEnvironment) -> SimOrderAnswer {
+        if let refused = gate(.transactionHistory, authorization: authorization) { return .refused(refused) }
+        let found = state.withLock { s -> [JWSTransactionPayload]? in
+            guard Self.isValidID(id) else { return nil }
+            guard let known = s.transactions[environment]?[id] else { return [] }
+            guard let customer = known.appAccountToken else { return [known] }
+            return s.transactions[environment, default: [:]].values.filter { $0.appAccountToken == customer }
+                .sorted { ($0.purchaseDate ?? .distantPast, $0.transactionId ?? "") < ($1.purchaseDate ?? .distantPast, $1.transactionId ?? "") }
+        }
+        guard let found else { return .refused(.refused(.invalidTransactionID)) }
+        guard !found.isEmpty else { return .refused(.refused(.transactionIDNotFound)) }
+        return .found(found)
     }
 
     func lookUpOrder(_ orderID: String, authorization: String?) -> SimOrderAnswer {

@@ -45,6 +45,7 @@ extension SimServerAPI {
                                                      signedTransactions: signed))
             }
         }
+        addSalesReportRoutes(to: &router)
         router.post("/sim/storekit/transactions") { [self] request, _ in mintFromJSON(request.body) }
         router.post("/sim/storekit/notifications") { [self] request, _ in notificationFromJSON(request.body) }
         router.get("/sim/storekit/root.pem") { [self] _, _ in

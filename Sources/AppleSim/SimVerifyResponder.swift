@@ -12,6 +12,9 @@ enum SimVerifyResponder {
         /// Transactions reported as paid (status 0, not cancelled) and as refunded.
         var paid: [String] = []
         var revoked: [String] = []
+        /// The receipt's transactions and environment, for the sales report.
+        var sales: [SimReceipt.Transaction] = []
+        var environment: AppleEnvironment? = nil
     }
 
     static func answer(_ requestBody: [UInt8], endpoint: Endpoint, sharedSecret: String?) -> Answer {
@@ -34,7 +37,7 @@ enum SimVerifyResponder {
         let cancelled = receipt.transactions.filter { $0.cancellationDateMs != nil }.map(\.transactionID)
         return Answer(status: 0, body: response.json,
                       paid: receipt.transactions.filter { $0.cancellationDateMs == nil }.map(\.transactionID),
-                      revoked: cancelled)
+                      revoked: cancelled, sales: receipt.transactions, environment: receipt.environment)
     }
 
     static func statusOnly(_ status: Int, environment: AppleEnvironment? = nil) -> Answer {

@@ -9,6 +9,8 @@ public enum AlertKind: String, Sendable, CaseIterable {
     case stuckVerification = "stuck_verification"
     case configError = "config_error"
     case consumptionFailed = "consumption_failed"
+    /// Apple's sales report and the ledger disagree on a product-day (SPEC 11).
+    case reconciliationGap = "reconciliation_gap"
 }
 
 /// An alert to raise. `details` are the facts support needs to act (e.g. the Apple

@@ -7,8 +7,11 @@ final class AppleSimConfigurationTests: XCTestCase {
         let config = try AppleSimConfiguration.parse(arguments: [
             "--listen", "127.0.0.1:8090", "--shared-secret", "s", "--seed=7", "--latency", "3s-6s",
             "--error-rate", "0.2", "--status-21005-rate", "0.1", "--retryable-rate", "0.1", "--hang-rate", "0.05",
-            "--reset-rate", "0.05", "--malformed-rate", "0.1", "--outage", "5s:10s",
+            "--reset-rate", "0.05", "--malformed-rate", "0.1", "--outage", "5s:10s", "--sales-report-delay", "8h",
         ])
+        XCTAssertEqual(config.salesReportDelay, 8 * 3600)
+        XCTAssertEqual(try AppleSimConfiguration.parse(arguments: ["--sales-report-delay", "90s"]).salesReportDelay, 90)
+        XCTAssertThrowsError(try AppleSimConfiguration.parse(arguments: ["--sales-report-delay", "soon"]))
         XCTAssertEqual(config.host, "127.0.0.1")
         XCTAssertEqual(config.port, 8090)
         XCTAssertEqual(config.sharedSecret, "s")
@@ -22,7 +25,7 @@ final class AppleSimConfigurationTests: XCTestCase {
         XCTAssertEqual(config.faults.outage, SimOutage(start: .seconds(5), duration: .seconds(10)))
         // The list the CLI shows is the list the parser knows, flag for flag.
         let exercised = ["listen", "shared-secret", "seed", "latency", "error-rate", "status-21005-rate", "retryable-rate",
-                         "hang-rate", "reset-rate", "malformed-rate", "outage"]
+                         "hang-rate", "reset-rate", "malformed-rate", "outage", "sales-report-delay"]
         XCTAssertEqual(AppleSimConfiguration.flags.map(\.name), exercised)
     }
 

@@ -22,6 +22,7 @@ enum CommandLineApp {
         Command(spec: ConsoleCommand.spec, run: ConsoleCommand.run),
         Command(spec: NotificationsCommand.spec, run: NotificationsCommand.run),
         Command(spec: SupportCommand.spec, run: SupportCommand.run),
+        Command(spec: ReconcileCommand.spec, run: ReconcileCommand.run),
     ]
 
     static func main(_ arguments: [String], environment: [String: String]) async -> Int32 {

@@ -15,6 +15,9 @@ struct SettlementWiring: Sendable {
     let runtime: Runtime
     /// App Store Server API (nil without credentials), behind the fleet limit in the database.
     let serverAPI: AppStoreServerAPIClient?
+    /// Sales reports for the leader's daily reconciliation (nil without the APPSTORECONNECT_* settings).
+    let salesReports: SalesReportClient?
+    let registry: MetricsRegistry
 
     init(runtime: Runtime, registry: MetricsRegistry, maxAttempts: Int, client: PostgresClient) throws {
         let options = runtime.options
@@ -38,6 +41,9 @@ struct SettlementWiring: Sendable {
         let serverAPI = try Self.serverAPIClient(options, bundleID: bundleID, observer: AppleRequestMetrics(registry: registry, logger: logger),
                                                  limiter: PostgresRateLimiter(client: client, limit: Self.rateLimit(options)))
         self.serverAPI = serverAPI
+        self.registry = registry
+        let connect = [Settings.connectIssuerID, Settings.connectKeyID, Settings.connectPrivateKeyFile, Settings.connectVendorNumber]
+        salesReports = connect.contains { options.string($0) != nil } ? try SalesReportAccess.client(options) : nil
         metrics = SettlementMetrics(registry: registry)
         if let hook = options.string(Settings.alertWebhookURL), let url = URL(string: hook) {
             guard url.scheme == "https" || isLoopbackHost(url.host ?? "") else {
@@ -115,6 +121,11 @@ struct SettlementWiring: Sendable {
             history.append(NotificationHistoryTask(puller: NotificationHistoryPuller(client: client, api: serverAPI, metrics: metrics,
                                                                                      logger: runtime.logger),
                                                    pullInterval: historyInterval))
+        }
+        if let salesReports {
+            let reconciler = Reconciler(client: client, reports: salesReports, alerts: alerts, logger: runtime.logger,
+                                        recovery: serverAPI.map { GapRecovery(client: client, api: $0, logger: runtime.logger, maxBuyers: 200) })
+            history.append(ReconciliationTask(reconciler: reconciler, metrics: ReconciliationMetrics(registry: registry)))
         }
         return history + [
             StuckDetector(client: client, interval: min(60, max(1, stuckAfter / 10)), stuckAfter: stuckAfter, alerts: alerts),

@@ -18,7 +18,7 @@ enum WorkCommand {
         Settings.retentionDays, Settings.rootCerts, Settings.appStoreAPIURL, Settings.appStoreAPISandboxURL, Settings.issuerID,
         Settings.keyID, Settings.privateKeyFile, Settings.appStoreRatePerSecond, Settings.appStoreRatePerHour,
         Settings.historyInterval, Settings.refundPreference,
-    ]
+    ] + Settings.appStoreConnectCredentials
 
     static let spec = CommandSpec(
         name: "work",

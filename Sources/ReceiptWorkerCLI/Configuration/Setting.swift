@@ -51,6 +51,17 @@ enum Settings {
     static let keyID = Setting(env: "APPSTORE_KEY_ID", flag: "key-id", kind: .text, defaultValue: nil, help: "App Store Connect API key id")
     static let privateKeyFile = Setting(env: "APPSTORE_PRIVATE_KEY_FILE", flag: "private-key-file", kind: .filePath, defaultValue: nil,
                                         help: "App Store Connect API private key (.p8)")
+    // App Store Connect API (Sales and Trends, SPEC 11): a team key with the Sales role, not the in-app purchase key above.
+    static let connectAPIURL = Setting(env: "APPSTORECONNECT_API_URL", flag: "appstoreconnect-api-url", kind: .url,
+                                       defaultValue: "https://api.appstoreconnect.apple.com", help: "App Store Connect API (sales reports)")
+    static let connectIssuerID = Setting(env: "APPSTORECONNECT_ISSUER_ID", flag: "appstoreconnect-issuer-id", kind: .text, defaultValue: nil,
+                                         help: "App Store Connect API team key's issuer id")
+    static let connectKeyID = Setting(env: "APPSTORECONNECT_KEY_ID", flag: "appstoreconnect-key-id", kind: .text, defaultValue: nil,
+                                      help: "App Store Connect API team key id")
+    static let connectPrivateKeyFile = Setting(env: "APPSTORECONNECT_PRIVATE_KEY_FILE", flag: "appstoreconnect-private-key-file", kind: .filePath,
+                                               defaultValue: nil, help: "App Store Connect API team private key (.p8), Sales role")
+    static let connectVendorNumber = Setting(env: "APPSTORECONNECT_VENDOR_NUMBER", flag: "appstoreconnect-vendor-number", kind: .text,
+                                             defaultValue: nil, help: "vendor number of the Sales and Trends reports")
     static let appStoreRatePerSecond = Setting(env: "APPSTORE_API_RATE_PER_SECOND", flag: "appstore-rate-per-second", kind: .wholeNumber(1...10_000),
                                                defaultValue: "20", help: "App Store Server API requests per second, for the whole fleet, per endpoint family")
     static let appStoreRatePerHour = Setting(env: "APPSTORE_API_RATE_PER_HOUR", flag: "appstore-rate-per-hour", kind: .wholeNumber(1...10_000_000),
@@ -143,6 +154,8 @@ enum Settings {
                                    help: "length of the maintenance leadership lease; renewed every third of it, each renewal bounded by a third of it")
 
     static let logging = [logFormat, logLevel]
+    static let appStoreConnectCredentials = [connectAPIURL, connectIssuerID, connectKeyID, connectPrivateKeyFile, connectVendorNumber]
+    static let appStoreConnect = appStoreConnectCredentials + [appleTimeout]
     static let database = [databaseURL, databaseCallTimeout, databaseConnectTimeout, databasePreparedStatements,
                            databaseIdleInTransactionTimeout, databasePoolSize]
 }

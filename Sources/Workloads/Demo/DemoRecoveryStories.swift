@@ -8,7 +8,7 @@ import Settlement
 
 /// The demo's money-that-would-be-lost stories (SPEC 9): a notification Apple never delivered,
 /// recovered from Get Notification History; a refund request answered with and without the buyer's
-/// consent; a support lookup by Apple order id that credits. Its own apple-sim and worker, with the
+/// consent; a support lookup by Apple order id that credits; a purchase only Apple's sales report shows. Its own apple-sim and worker, with the
 /// App Store Server API (behind the fleet limit) configured.
 struct DemoRecoveryStories {
     let logger: Logger
@@ -61,6 +61,8 @@ struct DemoRecoveryStories {
             rows.append(contentsOf: try await refundRequests(simulator))
             rows.append(try await orderLookup(simulator, desk: OrderLookupDesk(client: client, api: api, signedData: signedData,
                                                                              metrics: metrics, logger: logger)))
+            rows.append(try await DemoReconciliationStory(client: client, logger: logger)
+                .run(simulator, api: api, waitForCredit: { try await waitFor(Self.creditedSQL, $0) }))
         } catch {
             failure = error
         }

@@ -8,8 +8,8 @@ enum BenchCommand {
 
     static let spec = CommandSpec(
         name: "bench",
-        summary: "Benchmarks, one result line each: queue (throughput direct and through PgBouncer, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim, against the raw-SQL money-path ceiling), ingest, soak (faults), chaos (every database connection frozen mid-run), transport (the HTTP clients at 2,000 in flight), console (every support console page at 1,000,000 jobs), appstore (the fleet-wide App Store Server API limit, history backfill), nemesis (a seeded schedule of faults, failovers included, against a primary with a standby; an exactly-once check).",
-        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore|nemesis [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--seconds N] [--in-flight N] [--seed N]",
+        summary: "Benchmarks, one result line each: queue (throughput direct and through PgBouncer, raw-SQL ceiling, NOTIFY latency, idle cost), apple (verify+credit via apple-sim, against the raw-SQL money-path ceiling), ingest, soak (faults), chaos (every database connection frozen mid-run), transport (the HTTP clients at 2,000 in flight), console (every support console page at 1,000,000 jobs), appstore (the fleet-wide App Store Server API limit, history backfill), reconcile (a day of 1,000,000 purchases against Apple's sales summary), nemesis (a seeded schedule of faults, failovers included, against a primary with a standby; an exactly-once check).",
+        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore|reconcile|nemesis [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--seconds N] [--in-flight N] [--seed N]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
@@ -37,6 +37,7 @@ enum BenchCommand {
             "chaos": { try await ChaosBenchmark(context: $0).run() },
             "console": { try await ConsoleBenchmark(context: $0).run() },
             "appstore": { try await AppStoreAPIBenchmark(context: $0).run() },
+            "reconcile": { try await ReconciliationBenchmark(context: $0).run() },
             // Starts its own primary and standby; the private cluster it is handed stays idle.
             "nemesis": { try await NemesisBenchmark(context: $0).run() },
         ]

@@ -1,0 +1,99 @@
+import AppStore
+import Foundation
+import Observability
+import Postgres
+
+/// Where a day's sales summary comes from: the App Store Connect API (or a test's stand-in).
+public protocol SalesReportSource: Sendable {
+    func dailySummary(for day: ReportDay) async -> Result<SalesReportDownload, AppStoreAPIError>
+}
+
+extension SalesReportClient: SalesReportSource {}
+
+/// The report could not be had (transport, credentials, a report we refuse to read).
+public struct ReconciliationError: Error, Sendable, CustomStringConvertible {
+    public var apple: AppStoreAPIError
+    public var description: String { "sales report: \(apple.description)" }
+}
+
+/// SPEC 11: compares one Pacific day of Apple's sales summary with the ledger, per in-app product;
+/// records the comparison in iap.reconciliation_days, opens a `reconciliation_gap` alert per product
+/// that differs and resolves the day's alerts of products that now match. Re-runs are idempotent:
+/// nothing is credited here, rows are upserted, an open alert is updated, not duplicated.
+public struct Reconciler: Sendable {
+    let client: PostgresClient
+    let reports: any SalesReportSource
+    let alerts: AlertRecorder
+    let logger: Logger
+    /// Pulls the buyers' histories behind a shortfall; nil when no App Store Server API is configured.
+    let recovery: GapRecovery?
+    private let store = ReconciliationStore()
+
+    public init(client: PostgresClient, reports: any SalesReportSource, alerts: AlertRecorder, logger: Logger, recovery: GapRecovery? = nil) {
+        self.client = client
+        self.reports = reports
+        self.alerts = alerts
+        self.logger = logger
+        self.recovery = recovery
+    }
+
+    public func reconcile(_ day: ReportDay) async throws -> ReconciliationResult {
+        let apple: SalesSummaryReport
+        switch await reports.dailySummary(for: day) {
+        case .failure(let error): throw ReconciliationError(apple: error)
+        case .success(.notYetAvailable):
+            logger.info("reconciliation_not_available", ["day": .string(day.description)])
+            return ReconciliationResult(day: day, available: false, products: [])
+        case .success(.available(let report)): apple = report
+        }
+        let (checked, opened) = try await client.transaction { connection in
+            let ledger = try await store.ledger(day, on: connection)
+            let products = Self.compare(apple.inAppUnits, ledger)
+            try await store.saveDays(day, products, on: connection)
+            var result = ReconciliationResult(day: day, available: true, products: products)
+            var opened: [(NewAlert, Int)] = []
+            for product in result.gaps {
+                let alert = Self.alert(day, product)
+                let raised = try await store.raiseGap(day, product, reason: alert.reason, on: connection)
+                if raised.opened { opened.append((alert, raised.id)) }
+            }
+            result.alertsRaised = opened.count
+            result.alertsResolved = try await store.resolveGaps(day, stillOpen: result.gaps.map(\.productID), on: connection)
+            return (result, opened)
+        }
+        // Announced once committed, as every alert is.
+        for (alert, id) in opened { alerts.announce(alert, id: id, repeated: false) }
+        logger.info("reconciliation_checked", ["day": .string(day.description), "products": .int(checked.products.count),
+                                               "gaps": .int(checked.gaps.count), "alerts_raised": .int(checked.alertsRaised),
+                                               "alerts_resolved": .int(checked.alertsResolved)])
+        var reconciled = checked
+        // Only a shortfall has buyers to look for; units credited that Apple never sold wait for support.
+        if let recovery {
+            for product in reconciled.gaps where product.gap > 0 {
+                reconciled.recovered[product.productID] = try await recovery.recover(product: product.productID, day: day)
+            }
+        }
+        return reconciled
+    }
+
+    /// The ledger aggregation of `day`, for plans (bench reconcile shows it is index-backed).
+    public static func ledgerStatement(_ day: ReportDay) -> PostgresStatement { ReconciliationStore.ledgerStatement(day) }
+
+    /// Every product either side knows, sorted.
+    static func compare(_ apple: [SalesSummaryReport.ProductUnits], _ ledger: [String: (credited: Int, revoked: Int)]) -> [ReconciledProduct] {
+        let appleByProduct = Dictionary(apple.map { ($0.productID, $0) }, uniquingKeysWith: { a, _ in a })
+        return Set(appleByProduct.keys).union(ledger.keys).sorted().map { id in
+            ReconciledProduct(productID: id, appleUnits: appleByProduct[id]?.units ?? 0, appleReturns: appleByProduct[id]?.returns ?? 0,
+                              credited: ledger[id]?.credited ?? 0, revoked: ledger[id]?.revoked ?? 0)
+        }
+    }
+
+    static func alert(_ day: ReportDay, _ p: ReconciledProduct) -> NewAlert {
+        let reason = p.gap > 0 ? "Apple sold \(p.gap) more unit(s) of \(p.productID) on \(day) than the ledger credited"
+            : "the ledger credited \(-p.gap) unit(s) of \(p.productID) on \(day) that Apple's sales report does not show"
+        return NewAlert(kind: .reconciliationGap, productID: p.productID, reason: reason,
+                        details: ["product": p.productID, "day": day.description, "apple_units": String(p.appleUnits),
+                                  "apple_returns": String(p.appleReturns), "credited": String(p.credited),
+                                  "revoked": String(p.revoked), "difference": String(p.gap)])
+    }
+}
