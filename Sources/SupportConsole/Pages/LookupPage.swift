@@ -3,6 +3,8 @@
 struct LookupPage {
     let available: Bool
     let appleOrderID: String?
+    /// Shown in the box without having been looked up (handed over by the find box).
+    var typed: String? = nil
     let transactions: [LookedUpTransaction]
     let notice: (text: String, tone: String)?
 
@@ -15,7 +17,7 @@ struct LookupPage {
         }
         let form: HTML = user.role.mayAct ? """
             <form class="card search" method="post" action="/lookup">\(Components.csrfField(user))\
-            <input type="search" name="apple_order_id" value="\(appleOrderID ?? "")" required placeholder="Apple order id, e.g. MK5TTTVWJH" aria-label="Apple order id">\
+            <input type="search" name="apple_order_id" value="\(appleOrderID ?? typed ?? "")" required placeholder="Apple order id, e.g. MK5TTTVWJH" aria-label="Apple order id">\
             <button type="submit">Look up</button></form>
             """ : "<p class=\"empty\">Looking up asks Apple on the buyer's behalf and is kept for the support role.</p>"
         let rows = transactions.map { transaction -> [HTML] in

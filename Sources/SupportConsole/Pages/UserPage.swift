@@ -14,8 +14,19 @@ struct UserPage {
         let content: HTML = """
             <h2>Orders</h2>\(orders)<h2>Ledger</h2>\(LedgerTable.render(activity.ledger))\
             <h2>Refunds</h2>\(LedgerTable.render(activity.refunds))\
-            <h2>Alerts</h2>\(AlertTable.render(activity.alerts, user: user, actions: true))<h2>Latest jobs</h2>\(jobs)
+            <h2>Alerts</h2>\(AlertTable.render(activity.alerts, user: user, actions: true))<h2>Jobs</h2>\(jobs)\(olderJobs)
             """
         return Layout.page(title: "User \(activity.userID)", current: "/jobs", user: user, content)
+    }
+
+    /// The list stops at a page of jobs; say so and link on rather than cutting it silently.
+    private var olderJobs: HTML {
+        var links: [HTML] = []
+        if activity.jobsBefore != nil { links.append("<a href=\"\(ConsoleFind.userHref(activity.userID))\">← Newest jobs</a>") }
+        if activity.moreJobs, let last = activity.jobs.last {
+            let href = "/users" + FormFields.query(["id": activity.userID, "jobs_before": String(last.id)])
+            links.append("<span>Showing \(activity.jobs.count) jobs; older ones follow.</span> <a rel=\"next\" href=\"\(href)\">Older jobs →</a>")
+        }
+        return "<nav class=\"pager\">\(links)</nav>"
     }
 }

@@ -32,7 +32,15 @@ extension ConsoleApp {
         })
         router.get("/users", readable { _, _, user, form in
             let userID = try form.required("id", label: "A user id", maxLength: 500)
-            return Responses.html(UserPage(activity: try await UserActivityStore(client: client).load(userID)).render(user))
+            let activity = try await UserActivityStore(client: client).load(userID, jobsBefore: try form.cursor("jobs_before"))
+            return Responses.html(UserPage(activity: activity).render(user))
+        })
+        router.get("/find", readable { _, _, user, form in
+            let text = try form.required("q", label: "What to find", maxLength: 500).trimmingCharacters(in: .whitespaces)
+            let matches = try await ConsoleFind(client: client).find(text)
+            // One match: straight there, as a search engine's "I'm feeling lucky".
+            if matches.count == 1 { return Responses.redirect(matches[0].href) }
+            return Responses.html(FindPage(text: text, matches: matches).render(user), status: matches.isEmpty ? 404 : 200)
         })
         router.get("/alerts", readable { _, _, user, form in
             let cursors = (open: try form.cursor("open_before"), resolved: try form.cursor("resolved_before"))
@@ -50,8 +58,10 @@ extension ConsoleApp {
             let entries = try await audit.page(before: before ?? Int.max, limit: 101)
             return Responses.html(AuditPage(entries: Array(entries.prefix(100)), hasMore: entries.count > 100, before: before).render(user))
         })
-        router.get("/lookup", supportPage { _, _, user, _ in
-            Responses.html(LookupPage(available: lookup != nil, appleOrderID: nil, transactions: [], notice: nil).render(user))
+        router.get("/lookup", supportPage { _, _, user, form in
+            // The find box hands an unknown id over here, typed in but not yet sent to Apple.
+            Responses.html(LookupPage(available: lookup != nil, appleOrderID: nil, typed: form.text("apple_order_id"),
+                                      transactions: [], notice: nil).render(user))
         })
     }
 }

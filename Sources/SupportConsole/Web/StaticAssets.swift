@@ -15,6 +15,9 @@ enum StaticAssets {
         header.top nav a[aria-current="page"] { text-decoration: underline; text-underline-offset: .3em; }
         header.top .who { margin-left: auto; display: flex; align-items: center; gap: .5rem; font-size: .9rem; color: #cfd6e0; }
         header.top .who button { background: transparent; color: #fff; border: 1px solid #8893a3; border-radius: 4px; padding: .15rem .5rem; cursor: pointer; }
+        header.top form.find { display: flex; gap: .35rem; flex: 1 1 14rem; max-width: 26rem; }
+        header.top form.find input { flex: 1 1 auto; }
+        header.top form.find button { background: transparent; border-color: #8893a3; }
         main { max-width: 1200px; margin: 0 auto; padding: 1rem; }
         h1 { font-size: 1.35rem; margin: .3rem 0 1rem; }
         h2 { font-size: 1.05rem; margin: 1.5rem 0 .5rem; }
