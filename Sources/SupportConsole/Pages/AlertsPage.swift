@@ -29,7 +29,7 @@ struct AlertsPage {
 enum AlertTable {
     static func render(_ alerts: [AlertRow], user: ConsoleUser, actions: Bool) -> HTML {
         Components.table(["alert", "kind", "user", "order", "product", "transaction", "reason", "since", "state", ""], alerts.map { alert in
-            ["<span id=\"alert-\(alert.id)\">#\(alert.id)</span>", Components.badge(alert.kind), Components.userLink(alert.userID),
+            ["<span id=\"alert-\(alert.id)\">#\(alert.id)</span>", Components.badge(alert.kind, quiet: alert.state != "open"), Components.userLink(alert.userID),
              Components.searchLink(alert.orderID), "\(alert.productID)", Components.searchLink(alert.transactionID), "\(alert.reason)",
              "\(DisplayFormat.time(alert.firstSeenAt))",
              alert.state == "open" ? Components.badge(alert.state) : "\(Components.badge(alert.state)) \(alert.resolution)",

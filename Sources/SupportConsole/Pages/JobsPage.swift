@@ -15,7 +15,7 @@ struct JobsPage {
             """
         let rows = jobs.map { job -> [HTML] in
             [Components.jobLink(job.id), "\(job.kind)", Components.userLink(job.userID), Components.searchLink(job.orderID),
-             Components.badge(job.state), Components.badge(job.outcome), "\(job.attempts)", "\(DisplayFormat.time(job.createdAt))"]
+             Components.jobStatus(job).state, Components.jobStatus(job).outcome, "\(job.attempts)", "\(DisplayFormat.time(job.createdAt))"]
         }
         let table = Components.table(["job", "kind", "user", "order", "state", "outcome", "attempts", "created"], rows,
                                      empty: "No jobs match.")

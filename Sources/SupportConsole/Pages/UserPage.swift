@@ -8,8 +8,8 @@ struct UserPage {
              "\(DisplayFormat.time(order.createdAt))", "\(DisplayFormat.time(order.creditedAt))", Components.searchLink(order.transactionID)]
         }, empty: "No orders.")
         let jobs = Components.table(["job", "kind", "order", "state", "outcome", "created"], activity.jobs.map { job in
-            [Components.jobLink(job.id), "\(job.kind)", Components.searchLink(job.orderID), Components.badge(job.state),
-             Components.badge(job.outcome), "\(DisplayFormat.time(job.createdAt))"]
+            [Components.jobLink(job.id), "\(job.kind)", Components.searchLink(job.orderID), Components.jobStatus(job).state,
+             Components.jobStatus(job).outcome, "\(DisplayFormat.time(job.createdAt))"]
         }, empty: "No jobs.")
         let content: HTML = """
             <h2>Orders</h2>\(orders)<h2>Ledger</h2>\(LedgerTable.render(activity.ledger))\
