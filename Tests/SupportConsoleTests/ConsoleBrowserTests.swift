@@ -48,7 +48,7 @@ final class ConsoleBrowserTests: XCTestCase {
             try await signIn(browser, harness, as: "sam")
             // Search a user.
             try await browser.open(harness.baseURL + "/jobs")
-            try await browser.type("input[name=q]", "alice")
+            try await browser.type("form.search input[name=q]", "alice")
             try await browser.click("form.search button")
             try await expectSoon { try await browser.currentURL().contains("q=alice") }
             try await expectCount(browser, "tbody tr", 1)
@@ -63,13 +63,17 @@ final class ConsoleBrowserTests: XCTestCase {
             try await browser.execute("window.confirm = function () { return true; };")
             try await browser.type("form[action='/alerts/\(alert)/credit'] input[name=order_id]", "order-alice-1")
             try await browser.click("form[action='/alerts/\(alert)/credit'] button")
-            try await expectSoon { try await browser.source().contains("credited to the order and resolved") }
+            try await expectSoon { try await browser.source().contains("credited to order order-alice-1 and resolved") }
             try await browser.open(harness.baseURL + "/users?id=alice")
             let user = try await browser.source()
             XCTAssertTrue(user.contains("2000000000000001") && user.contains("order-alice-1") && user.contains(">sam<"), "ledger row shown, naming the person who credited")
             try await browser.open(harness.baseURL + "/audit")
             let audit = try await browser.source()
             XCTAssertTrue(audit.contains("alert:\(alert)"))
+            // The header's find box jumps straight to the one match, from any page.
+            try await browser.type("form.find input[name=q]", "#\(harness.fixture.creditedJob)")
+            try await browser.click("form.find button")
+            try await expectSoon { try await browser.title().hasPrefix("Job #\(harness.fixture.creditedJob)") }
             // Resolve one with a note.
             let other = harness.fixture.alertToResolve
             try await browser.open(harness.baseURL + "/alerts")

@@ -5,7 +5,7 @@ struct AlertsPage {
     let resolved: [AlertRow]
     let resolvedHasMore: Bool
     let cursors: (open: Int?, resolved: Int?)
-    let notice: (text: String, tone: String)?
+    let context: FormContext
 
     func render(_ user: ConsoleUser) -> HTML {
         var pager: [HTML] = []
@@ -17,8 +17,8 @@ struct AlertsPage {
             pager.append("<a href=\"/alerts\(FormFields.query(["resolved_before": String(last.id)]))\">Older resolved →</a>")
         }
         let content: HTML = """
-            \(Components.notice(notice?.text, tone: notice?.tone ?? "ok"))\
-            <h2>Open</h2>\(AlertTable.render(open, user: user, actions: true))\
+            \(Components.notice(context.flash?.message, tone: context.flash?.tone ?? "ok"))\
+            <h2>Open</h2>\(AlertTable.render(open, user: user, actions: true, context: context))\
             <h2>Resolved</h2>\(AlertTable.render(resolved, user: user, actions: false))<nav class="pager">\(pager)</nav>
             """
         return Layout.page(title: "Alerts", current: "/alerts", user: user, content)
@@ -27,25 +27,30 @@ struct AlertsPage {
 
 /// Alert rows wherever they are listed; open ones carry the action forms for the support role.
 enum AlertTable {
-    static func render(_ alerts: [AlertRow], user: ConsoleUser, actions: Bool) -> HTML {
+    static func render(_ alerts: [AlertRow], user: ConsoleUser, actions: Bool, context: FormContext = .none) -> HTML {
         Components.table(["alert", "kind", "user", "order", "product", "transaction", "reason", "since", "state", ""], alerts.map { alert in
             ["<span id=\"alert-\(alert.id)\">#\(alert.id)</span>", Components.badge(alert.kind, quiet: alert.state != "open"), Components.userLink(alert.userID),
              Components.searchLink(alert.orderID), "\(alert.productID)", Components.searchLink(alert.transactionID), "\(alert.reason)",
              "\(DisplayFormat.time(alert.firstSeenAt))",
              alert.state == "open" ? Components.badge(alert.state) : "\(Components.badge(alert.state)) \(alert.resolution)",
-             actions && user.role.mayAct && alert.state == "open" ? forms(alert, user) : Components.jobLink(alert.jobID)]
+             actions && user.role.mayAct && alert.state == "open" ? forms(alert, user, context) : Components.jobLink(alert.jobID)]
         }, empty: "No alerts.")
     }
 
-    private static func forms(_ alert: AlertRow, _ user: ConsoleUser) -> HTML {
+    private static func forms(_ alert: AlertRow, _ user: ConsoleUser, _ context: FormContext) -> HTML {
+        let back: HTML = "<input type=\"hidden\" name=\"return_to\" value=\"\(context.returnTo)\">"
+        let refusal: HTML = context.flash.flatMap { $0.tone == "bad" && $0.alertID == alert.id ? $0.message : nil }
+            .map { "<p class=\"notice bad inline-error\" role=\"alert\">\($0)</p>" } ?? ""
         let credit: HTML = alert.isCreditable ? """
             <form class="inline" method="post" action="/alerts/\(alert.id)/credit" data-confirm="Credit this payment to the order?">\
-            \(Components.csrfField(user))<input type="text" name="order_id" required placeholder="order id" aria-label="Order id for alert \(alert.id)">\
+            \(Components.csrfField(user))\(back)<input type="text" name="order_id" required placeholder="order id" \
+            value="\(context.typed("order_id", alertID: alert.id))" aria-label="Order id for alert \(alert.id)">\
             <button type="submit">Credit to order</button></form>
             """ : ""
         return """
-            \(credit)<form class="inline" method="post" action="/alerts/\(alert.id)/resolve">\(Components.csrfField(user))\
-            <input type="text" name="note" required placeholder="what was done" aria-label="Note for alert \(alert.id)">\
+            \(refusal)\(credit)<form class="inline" method="post" action="/alerts/\(alert.id)/resolve">\(Components.csrfField(user))\(back)\
+            <input type="text" name="note" required placeholder="what was done" value="\(context.typed("note", alertID: alert.id))" \
+            aria-label="Note for alert \(alert.id)">\
             <button type="submit" class="secondary">Resolve</button></form>
             """
     }

@@ -1,6 +1,7 @@
 /// A buyer: orders, ledger, refunds, alerts and latest jobs.
 struct UserPage {
     let activity: UserActivity
+    var context: FormContext = .none
 
     func render(_ user: ConsoleUser) -> HTML {
         let orders = Components.table(["order", "product", "qty", "status", "created", "credited", "transaction"], activity.orders.map { order in
@@ -12,9 +13,9 @@ struct UserPage {
              Components.jobStatus(job).outcome, "\(DisplayFormat.time(job.createdAt))"]
         }, empty: "No jobs.")
         let content: HTML = """
-            <h2>Orders</h2>\(orders)<h2>Ledger</h2>\(LedgerTable.render(activity.ledger))\
+            \(Components.notice(context.flash?.message, tone: context.flash?.tone ?? "ok"))<h2>Orders</h2>\(orders)<h2>Ledger</h2>\(LedgerTable.render(activity.ledger))\
             <h2>Refunds</h2>\(LedgerTable.render(activity.refunds))\
-            <h2>Alerts</h2>\(AlertTable.render(activity.alerts, user: user, actions: true))<h2>Jobs</h2>\(jobs)\(olderJobs)
+            <h2>Alerts</h2>\(AlertTable.render(activity.alerts, user: user, actions: true, context: context))<h2>Jobs</h2>\(jobs)\(olderJobs)
             """
         return Layout.page(title: "User \(activity.userID)", current: "/jobs", user: user, content)
     }

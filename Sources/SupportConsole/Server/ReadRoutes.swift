@@ -30,10 +30,10 @@ extension ConsoleApp {
             }
             return Responses.html(JobPage(detail: detail).render(user))
         })
-        router.get("/users", readable { _, _, user, form in
+        router.get("/users", readable { request, _, user, form in
             let userID = try form.required("id", label: "A user id", maxLength: 500)
             let activity = try await UserActivityStore(client: client).load(userID, jobsBefore: try form.cursor("jobs_before"))
-            return Responses.html(UserPage(activity: activity).render(user))
+            return Responses.html(UserPage(activity: activity, context: formContext(request, form, user: user)).render(user))
         })
         router.get("/find", readable { _, _, user, form in
             let text = try form.required("q", label: "What to find", maxLength: 500).trimmingCharacters(in: .whitespaces)
@@ -42,7 +42,7 @@ extension ConsoleApp {
             if matches.count == 1 { return Responses.redirect(matches[0].href) }
             return Responses.html(FindPage(text: text, matches: matches).render(user), status: matches.isEmpty ? 404 : 200)
         })
-        router.get("/alerts", readable { _, _, user, form in
+        router.get("/alerts", readable { request, _, user, form in
             let cursors = (open: try form.cursor("open_before"), resolved: try form.cursor("resolved_before"))
             let board = AlertBoard(client: client)
             // Paging through resolved alerts keeps the open ones in view only on the first page.
@@ -50,7 +50,7 @@ extension ConsoleApp {
             let open = cursors.resolved == nil ? try await board.page(state: "open", before: cursors.open) : none
             let resolved = cursors.open == nil ? try await board.page(state: "resolved", before: cursors.resolved) : none
             let page = AlertsPage(open: open.alerts, openHasMore: open.hasMore, resolved: resolved.alerts, resolvedHasMore: resolved.hasMore,
-                                  cursors: cursors, notice: try AlertNotice.text(form))
+                                  cursors: cursors, context: formContext(request, form, user: user))
             return Responses.html(page.render(user))
         })
         router.get("/audit", readable { _, _, user, form in
@@ -58,25 +58,17 @@ extension ConsoleApp {
             let entries = try await audit.page(before: before ?? Int.max, limit: 101)
             return Responses.html(AuditPage(entries: Array(entries.prefix(100)), hasMore: entries.count > 100, before: before).render(user))
         })
-        router.get("/lookup", supportPage { _, _, user, form in
-            // The find box hands an unknown id over here, typed in but not yet sent to Apple.
-            Responses.html(LookupPage(available: lookup != nil, appleOrderID: nil, typed: form.text("apple_order_id"),
-                                      transactions: [], notice: nil).render(user))
+        router.get("/lookup", supportPage { request, _, user, form in
+            // A lookup's POST leaves its results (or its failure) here; the find box hands an
+            // unknown id over typed in but not yet sent to Apple.
+            let context = formContext(request, form, user: user)
+            let result = context.flash?.lookup
+            let typed = context.flash?.fields["apple_order_id"] ?? form.text("apple_order_id")
+            let expired = form.text("flash") != nil && context.flash == nil
+            let notice = expired ? (text: "That result has expired; look the order id up again.", tone: "bad")
+                : context.flash.map { (text: $0.message, tone: $0.tone) }
+            return Responses.html(LookupPage(available: lookup != nil, appleOrderID: result?.appleOrderID, typed: typed,
+                                             transactions: result?.transactions ?? [], notice: notice).render(user))
         })
-    }
-}
-
-/// What the alerts page says after an action: a fixed sentence chosen by a code in the
-/// redirect, so a crafted link cannot put words of its own on the page.
-enum AlertNotice {
-    static func text(_ form: FormFields) throws -> (text: String, tone: String)? {
-        guard let code = form.text("notice") else { return nil }
-        let id = try form.cursor("alert").map { "#\($0)" } ?? ""
-        switch code {
-        case "credited": return ("Alert \(id): credited to the order and resolved.", "ok")
-        case "already_credited": return ("Alert \(id): the payment was already in the ledger; resolved, nothing doubled.", "ok")
-        case "resolved": return ("Alert \(id): resolved.", "ok")
-        default: return nil
-        }
     }
 }

@@ -39,6 +39,8 @@ enum StaticAssets {
         .badge.bad { background: #fbe2e0; color: var(--bad); }
         .notice { padding: .55rem .8rem; border-radius: 6px; background: #dff3e7; color: var(--ok); }
         .notice.bad { background: #fbe2e0; color: var(--bad); }
+        .notice.inline-error { margin: .2rem 0; font-size: .9rem; }
+        .note { color: var(--muted); font-size: .9rem; }
         .empty { color: var(--muted); font-style: italic; }
         form.inline { display: flex; flex-wrap: wrap; gap: .35rem; align-items: center; margin: .2rem 0; }
         form.search { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; }
@@ -74,7 +76,8 @@ enum StaticAssets {
         """
 
     /// Progressive only: every page works without it. Reloads the overview every 30 s while the
-    /// tab is visible, and asks before a credit (money moves).
+    /// tab is visible, reloads a page Back restored from the browser's cache, and asks before a
+    /// credit (money moves).
     static let script = """
         (function () {
           document.documentElement.classList.add('js');
@@ -82,6 +85,9 @@ enum StaticAssets {
           if (seconds > 0) {
             setInterval(function () { if (!document.hidden) { window.location.reload(); } }, seconds * 1000);
           }
+          // A page restored from the back/forward cache is a snapshot: after a credit it would still
+          // show the alert open with a live Credit button. Reload it from the server instead.
+          window.addEventListener('pageshow', function (event) { if (event.persisted) { window.location.reload(); } });
           document.addEventListener('submit', function (event) {
             var form = event.target;
             var question = form.getAttribute('data-confirm');
