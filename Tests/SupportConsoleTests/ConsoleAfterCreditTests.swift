@@ -9,27 +9,27 @@ final class ConsoleAfterCreditTests: XCTestCase {
     func testACreditedAttentionJobNoLongerShowsRed() async throws {
         let harness = try await ConsoleHarness()
         let session = try ConsoleSession(baseURL: harness.baseURL)
-        try await session.signIn("sam", password: ConsoleHarness.password)
+        _ = try await session.signIn("sam", password: ConsoleHarness.password)
         let job = harness.fixture.attentionJob
         let before = try await session.get("/jobs?q=alice")
-        XCTAssertTrue(before.text.contains("<span class=\"badge bad\">paid_not_credited</span>"))
+        XCTAssertTrue(before.text.contains("<span class=\"badge bad\" title=\"Apple says the buyer paid"))
         let credit = try await session.post("/alerts/\(harness.fixture.paidNotCreditedAlert)/credit",
                                             [("csrf", try await session.csrfToken()), ("order_id", "order-alice-1")])
         XCTAssertEqual(credit.status, 303)
         for path in ["/jobs?q=alice", "/users?id=alice", "/jobs/\(job)"] {
             let page = try await session.get(path)
-            XCTAssertFalse(page.text.contains("<span class=\"badge bad\">paid_not_credited</span>"), path)
-            XCTAssertFalse(page.text.contains("<span class=\"badge bad\">attention</span>"), path)
+            XCTAssertFalse(page.text.contains("<span class=\"badge bad\" title=\"Apple says the buyer paid"), path)
+            XCTAssertFalse(page.text.contains("<span class=\"badge bad\" title=\"Finished, but a person must act"), path)
             XCTAssertTrue(page.text.contains(">credited since</span>"), path)
         }
         let jobPage = try await session.get("/jobs/\(job)")
         XCTAssertTrue(jobPage.text.contains("nothing is owed"))
         XCTAssertFalse(jobPage.text.contains("next run"), "a finished job has no next run")
         let alerts = try await session.get("/alerts")
-        XCTAssertTrue(alerts.text.contains("<span class=\"badge neutral\">paid_not_credited</span>"), "a resolved alert's kind is history")
+        XCTAssertTrue(alerts.text.contains("<span class=\"badge neutral\" title=\"Apple says the buyer paid; no order could take the payment. Find"), "a resolved alert's kind is history")
         // Carl's job is still owed: still red.
         let carl = try await session.get("/jobs?q=carl")
-        XCTAssertTrue(carl.text.contains("<span class=\"badge bad\">paid_not_credited</span>"))
+        XCTAssertTrue(carl.text.contains("<span class=\"badge bad\" title=\"Apple says the buyer paid"))
         await session.close()
         await harness.close()
     }

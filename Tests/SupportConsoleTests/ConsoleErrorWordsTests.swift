@@ -22,7 +22,7 @@ final class ConsoleErrorWordsTests: XCTestCase {
     func testRefusedAppleCredentialsAreNotCalledADatabaseFailureAndTheFailedLookupIsAudited() async throws {
         let harness = try await ConsoleHarness(lookup: RefusedCredentials())
         let session = try ConsoleSession(baseURL: harness.baseURL)
-        try await session.signIn("sam", password: ConsoleHarness.password)
+        _ = try await session.signIn("sam", password: ConsoleHarness.password)
         let posted = try await session.post("/lookup", [("csrf", try await session.csrfToken()), ("apple_order_id", "MK5TTTVWJH")])
         XCTAssertEqual(posted.status, 303)
         let page = try await session.get(try XCTUnwrap(posted.header("Location")))
@@ -40,7 +40,7 @@ final class ConsoleErrorWordsTests: XCTestCase {
     func testARefusalIsShownInlineOnThePageTheFormCameFrom() async throws {
         let harness = try await ConsoleHarness()
         let session = try ConsoleSession(baseURL: harness.baseURL)
-        try await session.signIn("sam", password: ConsoleHarness.password)
+        _ = try await session.signIn("sam", password: ConsoleHarness.password)
         let alert = harness.fixture.paidNotCreditedAlert
         let userPage = try await session.get("/users?id=alice")
         XCTAssertTrue(userPage.text.contains("name=\"return_to\" value=\"/users?id=alice\""), "forms know the page they are on")
@@ -56,7 +56,7 @@ final class ConsoleErrorWordsTests: XCTestCase {
         XCTAssertTrue(try XCTUnwrap(offSite.header("Location")).hasPrefix("/alerts?flash="), "never redirected off the console")
         // Another person's result token reads as nothing.
         let other = try ConsoleSession(baseURL: harness.baseURL)
-        try await other.signIn("vera", password: ConsoleHarness.password)
+        _ = try await other.signIn("vera", password: ConsoleHarness.password)
         let page1 = try await other.get(location)
         XCTAssertFalse(page1.text.contains("order-nobody"))
         await other.close()
@@ -70,7 +70,7 @@ final class ConsoleErrorWordsTests: XCTestCase {
         XCTAssertTrue(StaticAssets.script.contains("event.persisted") && StaticAssets.script.contains("location.reload()"))
         let harness = try await ConsoleHarness()
         let session = try ConsoleSession(baseURL: harness.baseURL)
-        try await session.signIn("sam", password: ConsoleHarness.password)
+        _ = try await session.signIn("sam", password: ConsoleHarness.password)
         session.extraHeaders = [("Referer", "http://127.0.0.1/jobs?q=alice")]
         let bad = try await session.get("/jobs?state=bogus")
         XCTAssertTrue(bad.text.contains("href=\"/jobs?q=alice\""), "a way back to where the person was, not only the overview")

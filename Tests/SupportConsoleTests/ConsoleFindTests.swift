@@ -27,7 +27,7 @@ final class ConsoleFindTests: XCTestCase {
     func testTheFindBoxJumpsToASingleMatchAndOffersTheUserPageWhenNothingMatches() async throws {
         let harness = try await ConsoleHarness(lookup: FakeOrderLookup())
         let session = try ConsoleSession(baseURL: harness.baseURL)
-        try await session.signIn("sam", password: ConsoleHarness.password)
+        _ = try await session.signIn("sam", password: ConsoleHarness.password)
         let job = try await Self.creditThroughANotification(harness)
         let overview = try await session.get("/")
         XCTAssertTrue(overview.text.contains("action=\"/find\""), "every page's header carries the find box")
@@ -54,7 +54,7 @@ final class ConsoleFindTests: XCTestCase {
     func testJobsSearchAndTheUserPageFindABuyerCreditedByANotification() async throws {
         let harness = try await ConsoleHarness()
         let session = try ConsoleSession(baseURL: harness.baseURL)
-        try await session.signIn("vera", password: ConsoleHarness.password)
+        _ = try await session.signIn("vera", password: ConsoleHarness.password)
         let job = try await Self.creditThroughANotification(harness)
         for text in ["dana", "order-dana-1", "2000000000000009", "1000000000000009"] {
             let search = try await session.get("/jobs?q=\(text)")
@@ -70,7 +70,7 @@ final class ConsoleFindTests: XCTestCase {
     func testTheUserPageSaysWhenOlderJobsFollowAndPagesToThem() async throws {
         let harness = try await ConsoleHarness()
         let session = try ConsoleSession(baseURL: harness.baseURL)
-        try await session.signIn("vera", password: ConsoleHarness.password)
+        _ = try await session.signIn("vera", password: ConsoleHarness.password)
         _ = try await harness.client.query("""
             INSERT INTO iap.jobs (kind, user_id, payload, dedup_key) SELECT 'receipt', 'erin', 'p' || i, sha256(('erin' || i)::bytea)
             FROM generate_series(1, 105) AS i

@@ -18,7 +18,7 @@ struct AlertsPage {
         }
         let content: HTML = """
             \(Components.notice(context.flash?.message, tone: context.flash?.tone ?? "ok"))\
-            <h2>Open</h2>\(AlertTable.render(open, user: user, actions: true, context: context))\
+            <h2>Open</h2>\(AlertTable.kindLegend(open))\(AlertTable.render(open, user: user, actions: true, context: context))\
             <h2>Resolved</h2>\(AlertTable.render(resolved, user: user, actions: false))<nav class="pager">\(pager)</nav>
             """
         return Layout.page(title: "Alerts", current: "/alerts", user: user, content)
@@ -29,12 +29,23 @@ struct AlertsPage {
 enum AlertTable {
     static func render(_ alerts: [AlertRow], user: ConsoleUser, actions: Bool, context: FormContext = .none) -> HTML {
         Components.table(["alert", "kind", "user", "order", "product", "transaction", "reason", "since", "state", ""], alerts.map { alert in
-            ["<span id=\"alert-\(alert.id)\">#\(alert.id)</span>", Components.badge(alert.kind, quiet: alert.state != "open"), Components.userLink(alert.userID),
-             Components.searchLink(alert.orderID), "\(alert.productID)", Components.searchLink(alert.transactionID), "\(alert.reason)",
+            ["<span id=\"alert-\(alert.id)\">#\(alert.id)</span>", Components.badge(alert.kind, quiet: alert.state != "open", meaning: Explanations.alertKind), Components.userLink(alert.userID),
+             Components.searchLink(alert.orderID), "\(alert.productID)", Components.searchLink(alert.transactionID), reason(alert),
              "\(DisplayFormat.time(alert.firstSeenAt))",
              alert.state == "open" ? Components.badge(alert.state) : "\(Components.badge(alert.state)) \(alert.resolution)",
              actions && user.role.mayAct && alert.state == "open" ? forms(alert, user, context) : Components.jobLink(alert.jobID)]
         }, empty: "No alerts.")
+    }
+
+    /// The machine word and, beside it, what it means.
+    private static func reason(_ alert: AlertRow) -> HTML {
+        guard let meaning = Explanations.word(alert.reason) else { return "\(alert.reason)" }
+        return "\(alert.reason) <span class=\"why\">\(meaning)</span>"
+    }
+
+    /// What to do with each kind shown, open by default where there are open alerts to act on.
+    static func kindLegend(_ alerts: [AlertRow]) -> HTML {
+        Components.legend(alerts.map(\.kind), open: alerts.contains { $0.state == "open" }, meaning: Explanations.alertKind)
     }
 
     private static func forms(_ alert: AlertRow, _ user: ConsoleUser, _ context: FormContext) -> HTML {

@@ -19,7 +19,8 @@ struct JobsPage {
         }
         let table = Components.table(["job", "kind", "user", "order", "state", "outcome", "attempts", "created"], rows,
                                      empty: "No jobs match.")
-        return Layout.page(title: "Jobs", current: "/jobs", user: user, "\(form)\(table)\(pager)")
+        let words = jobs.flatMap { job -> [String?] in job.creditedSince ? ["resolved", "credited since"] : [job.state, job.outcome] }
+        return Layout.page(title: "Jobs", current: "/jobs", user: user, "\(form)\(Components.legend(words))\(table)\(pager)")
     }
 
     private var pager: HTML {

@@ -15,9 +15,13 @@ struct UserPage {
         let content: HTML = """
             \(Components.notice(context.flash?.message, tone: context.flash?.tone ?? "ok"))<h2>Orders</h2>\(orders)<h2>Ledger</h2>\(LedgerTable.render(activity.ledger))\
             <h2>Refunds</h2>\(LedgerTable.render(activity.refunds))\
-            <h2>Alerts</h2>\(AlertTable.render(activity.alerts, user: user, actions: true, context: context))<h2>Jobs</h2>\(jobs)\(olderJobs)
+            <h2>Alerts</h2>\(AlertTable.render(activity.alerts, user: user, actions: true, context: context))<h2>Jobs</h2>\(Components.legend(jobWords))\(jobs)\(olderJobs)
             """
         return Layout.page(title: "User \(activity.userID)", current: "/jobs", user: user, content)
+    }
+
+    private var jobWords: [String?] {
+        activity.jobs.flatMap { job -> [String?] in job.creditedSince ? ["resolved", "credited since"] : [job.state, job.outcome] }
     }
 
     /// The list stops at a page of jobs; say so and link on rather than cutting it silently.

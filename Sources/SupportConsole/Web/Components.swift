@@ -34,11 +34,23 @@ enum Components {
         return ("<span class=\"badge ok\" title=\"\(was)\">resolved</span>", "<span class=\"badge ok\" title=\"\(was)\">credited since</span>")
     }
 
+    /// "What these words mean" for the words a page shows, each with what to do: a disclosure
+    /// so the meaning is one tap away on a phone, where tooltips do not exist.
+    static func legend(_ words: [String?], open: Bool = false, meaning: (String) -> String? = Explanations.word) -> HTML {
+        var seen: Set<String> = []
+        let entries = words.compactMap { $0 }.filter { seen.insert($0).inserted }.compactMap { word -> HTML? in
+            meaning(word).map { "<dt>\(word)</dt><dd>\($0)</dd>" }
+        }
+        guard !entries.isEmpty else { return "" }
+        return "<details class=\"legend\"\(HTML(trusted: open ? " open" : ""))><summary>What these words mean</summary><dl class=\"facts\">\(entries)</dl></details>"
+    }
+
     /// `quiet` drops the colour: an alert kind of a resolved alert is history, not trouble.
-    static func badge(_ word: String?, quiet: Bool = false) -> HTML {
+    static func badge(_ word: String?, quiet: Bool = false, meaning: (String) -> String? = Explanations.word) -> HTML {
         guard let word else { return "–" }
         let tone = quiet ? "neutral" : tone(of: word)
-        return "<span class=\"badge \(tone)\">\(word)</span>"
+        let title: HTML = meaning(word).map { " title=\"\($0)\"" } ?? ""
+        return "<span class=\"badge \(tone)\"\(title)>\(word)</span>"
     }
 
     private static func tone(of word: String) -> String {

@@ -40,7 +40,10 @@ enum StaticAssets {
         .notice { padding: .55rem .8rem; border-radius: 6px; background: #dff3e7; color: var(--ok); }
         .notice.bad { background: #fbe2e0; color: var(--bad); }
         .notice.inline-error { margin: .2rem 0; font-size: .9rem; }
-        .note { color: var(--muted); font-size: .9rem; }
+        .note, .why { color: var(--muted); font-size: .85rem; }
+        .why.block { display: block; }
+        details.legend { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: .5rem .9rem; margin-bottom: .8rem; }
+        details.legend summary { cursor: pointer; min-height: 44px; display: flex; align-items: center; }
         .empty { color: var(--muted); font-style: italic; }
         form.inline { display: flex; flex-wrap: wrap; gap: .35rem; align-items: center; margin: .2rem 0; }
         form.search { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; }
