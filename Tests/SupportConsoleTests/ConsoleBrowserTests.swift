@@ -60,10 +60,13 @@ final class ConsoleBrowserTests: XCTestCase {
             // Credit the paid_not_credited alert to the order, then see the ledger row and the audit entry.
             let alert = harness.fixture.paidNotCreditedAlert
             try await browser.open(harness.baseURL + "/alerts")
-            try await browser.execute("window.confirm = function () { return true; };")
-            try await browser.type("form[action='/alerts/\(alert)/credit'] input[name=order_id]", "order-alice-1")
+            try await browser.execute("window.confirm = function (q) { sessionStorage.setItem('asked', q); return true; };")
+            // The buyer's open order for the product is offered; the confirm names who, what and where.
+            try await expectCount(browser, "form[action='/alerts/\(alert)/credit'] select[name=order_choice] option[value='order-alice-1']", 1)
             try await browser.click("form[action='/alerts/\(alert)/credit'] button")
             try await expectSoon { try await browser.source().contains("credited to order order-alice-1 and resolved") }
+            let asked = try await browser.execute("return sessionStorage.getItem('asked');") as? String
+            XCTAssertEqual(asked, "Credit coins_100 (Apple transaction 2000000000000001) of user alice to order order-alice-1?")
             try await browser.open(harness.baseURL + "/users?id=alice")
             let user = try await browser.source()
             XCTAssertTrue(user.contains("2000000000000001") && user.contains("order-alice-1") && user.contains(">sam<"), "ledger row shown, naming the person who credited")
@@ -77,7 +80,9 @@ final class ConsoleBrowserTests: XCTestCase {
             // Resolve one with a note.
             let other = harness.fixture.alertToResolve
             try await browser.open(harness.baseURL + "/alerts")
+            try await browser.execute("window.confirm = function () { return true; };")
             try await browser.type("form[action='/alerts/\(other)/resolve'] input[name=note]", "refunded by Apple, nothing owed")
+            try await browser.click("form[action='/alerts/\(other)/resolve'] input[name=unpaid_ok]")
             try await browser.click("form[action='/alerts/\(other)/resolve'] button")
             try await expectSoon { try await browser.source().contains("Alert #\(other): resolved.") }
             let resolution: String = try await harness.scalar("SELECT resolution FROM iap.alerts WHERE id = $1", [other])

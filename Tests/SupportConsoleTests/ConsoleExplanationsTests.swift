@@ -30,7 +30,7 @@ final class ConsoleExplanationsTests: XCTestCase {
         let alerts = try await session.get("/alerts").text
         XCTAssertTrue(alerts.contains("no_matching_order <span class=\"why\">"), "the reason is explained beside it")
         XCTAssertTrue(alerts.contains("<details class=\"legend\" open><summary>What these words mean</summary>"))
-        XCTAssertTrue(alerts.contains("Find the buyer&#39;s order and use Credit to order") || alerts.contains("Find the buyer's order and use Credit to order"))
+        XCTAssertTrue(alerts.contains("Find the buyer&#39;s order and credit the payment to it") || alerts.contains("Find the buyer's order and credit the payment to it"))
         let jobs = try await session.get("/jobs").text
         XCTAssertTrue(jobs.contains("<dt>paid_not_credited</dt>") && jobs.contains("title=\"Apple says the buyer paid"), "legend and tooltips")
         let lookup = try await session.get("/lookup").text

@@ -2,6 +2,7 @@
 struct UserPage {
     let activity: UserActivity
     var context: FormContext = .none
+    var openOrders: OpenOrders = .none
 
     func render(_ user: ConsoleUser) -> HTML {
         let orders = Components.table(["order", "product", "qty", "status", "created", "credited", "transaction"], activity.orders.map { order in
@@ -15,7 +16,7 @@ struct UserPage {
         let content: HTML = """
             \(Components.notice(context.flash?.message, tone: context.flash?.tone ?? "ok"))<h2>Orders</h2>\(orders)<h2>Ledger</h2>\(LedgerTable.render(activity.ledger))\
             <h2>Refunds</h2>\(LedgerTable.render(activity.refunds))\
-            <h2>Alerts</h2>\(AlertTable.render(activity.alerts, user: user, actions: true, context: context))<h2>Jobs</h2>\(Components.legend(jobWords))\(jobs)\(olderJobs)
+            <h2>Alerts</h2>\(AlertTable.render(activity.alerts, user: user, actions: true, context: context, openOrders: openOrders))<h2>Jobs</h2>\(Components.legend(jobWords))\(jobs)\(olderJobs)
             """
         return Layout.page(title: "User \(activity.userID)", current: "/jobs", user: user, content)
     }

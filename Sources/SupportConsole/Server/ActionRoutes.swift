@@ -8,8 +8,11 @@ extension ConsoleApp {
     func addActions(to router: inout HTTPRouter) {
         router.post("/alerts/{id}/credit", action { request, params, user, form in
             let id = try alertID(params)
-            return try await answer(form, user: user, back: "/alerts", alertID: id, typed: ["order_id"]) {
-                let orderID = try form.required("order_id", label: "The order id", maxLength: 200)
+            return try await answer(form, user: user, back: "/alerts", alertID: id, typed: ["order_id", "order_choice"]) {
+                // A typed order id wins over the list of open orders (it is the fallback for one not listed).
+                let orderID = form.text("order_id") == nil && form.text("order_choice") != nil
+                    ? try form.required("order_choice", label: "The order", maxLength: 200)
+                    : try form.required("order_id", label: "The order id", maxLength: 200)
                 do {
                     // The same exactly-once ledger write as `alerts credit`; the audit row commits with it.
                     let result = try await desk.credit(alertID: id, orderID: orderID, actor: user.name) { connection, result in

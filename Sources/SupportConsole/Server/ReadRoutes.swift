@@ -33,7 +33,8 @@ extension ConsoleApp {
         router.get("/users", readable { request, _, user, form in
             let userID = try form.required("id", label: "A user id", maxLength: 500)
             let activity = try await UserActivityStore(client: client).load(userID, jobsBefore: try form.cursor("jobs_before"))
-            return Responses.html(UserPage(activity: activity, context: formContext(request, form, user: user)).render(user))
+            let openOrders = try await OpenOrders.load(client, for: activity.alerts)
+            return Responses.html(UserPage(activity: activity, context: formContext(request, form, user: user), openOrders: openOrders).render(user))
         })
         router.get("/find", readable { _, _, user, form in
             let text = try form.required("q", label: "What to find", maxLength: 500).trimmingCharacters(in: .whitespaces)
@@ -50,7 +51,8 @@ extension ConsoleApp {
             let open = cursors.resolved == nil ? try await board.page(state: "open", before: cursors.open) : none
             let resolved = cursors.open == nil ? try await board.page(state: "resolved", before: cursors.resolved) : none
             let page = AlertsPage(open: open.alerts, openHasMore: open.hasMore, resolved: resolved.alerts, resolvedHasMore: resolved.hasMore,
-                                  cursors: cursors, context: formContext(request, form, user: user))
+                                  cursors: cursors, context: formContext(request, form, user: user),
+                                  openOrders: try await OpenOrders.load(client, for: open.alerts))
             return Responses.html(page.render(user))
         })
         router.get("/audit", readable { _, _, user, form in

@@ -42,6 +42,7 @@ enum StaticAssets {
         .notice.inline-error { margin: .2rem 0; font-size: .9rem; }
         .note, .why { color: var(--muted); font-size: .85rem; }
         .why.block { display: block; }
+        label.check { color: var(--ink); }
         details.legend { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: .5rem .9rem; margin-bottom: .8rem; }
         details.legend summary { cursor: pointer; min-height: 44px; display: flex; align-items: center; }
         .empty { color: var(--muted); font-style: italic; }
@@ -94,6 +95,14 @@ enum StaticAssets {
           document.addEventListener('submit', function (event) {
             var form = event.target;
             var question = form.getAttribute('data-confirm');
+            if (form.hasAttribute('data-confirm-credit')) {
+              // Name the order actually chosen: the typed one, else the one selected.
+              var typed = form.querySelector('input[name=order_id]');
+              var chosen = form.querySelector('select[name=order_choice]');
+              var order = (typed && typed.value.trim()) || (chosen && chosen.value) || '?';
+              question = 'Credit ' + form.getAttribute('data-product') + ' (Apple transaction ' + form.getAttribute('data-transaction') +
+                ') of user ' + form.getAttribute('data-user') + ' to order ' + order + '?';
+            }
             if (question && !window.confirm(question)) { event.preventDefault(); }
           });
         })();
