@@ -56,7 +56,8 @@ final class ConsoleQueryPlanTests: XCTestCase {
             ("find: ledger", ConsoleFind.ledgerSQL, ["1000042"]),
             ("find: alerts", ConsoleFind.alertsSQL, ["1000042"]),
             ("find: jobs by order", ConsoleFind.jobsByOrderSQL, ["order-9"]),
-            ("alerts", AlertBoard.pageSQL, ["open", Int.max, 51]),
+            ("alerts", AlertBoard.pageSQL, ["open", Int.max, 51, String?.none]),
+            ("alerts of one kind", AlertBoard.pageSQL, ["open", Int.max, 51, "paid_not_credited"]),
             ("audit", AuditLog.pageSQL, [Int.max, 101]),
             ("alert credit: lock", SupportDesk.lockAlertSQL, [1]),
         ]

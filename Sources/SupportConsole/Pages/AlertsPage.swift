@@ -1,5 +1,7 @@
 /// Alerts, open first, with credit to order and resolve with note for the support role.
 struct AlertsPage {
+    /// Only this kind is listed (from the overview's alert-kind links); nil lists every kind.
+    let kind: String?
     let open: [AlertRow]
     let openHasMore: Bool
     let resolved: [AlertRow]
@@ -10,19 +12,24 @@ struct AlertsPage {
 
     func render(_ user: ConsoleUser) -> HTML {
         var pager: [HTML] = []
-        if cursors.open != nil || cursors.resolved != nil { pager.append("<a href=\"/alerts\">← Newest</a>") }
+        if cursors.open != nil || cursors.resolved != nil { pager.append("<a href=\"/alerts\(FormFields.query(["kind": kind]))\">← Newest</a>") }
         if openHasMore, let last = open.last {
-            pager.append("<a href=\"/alerts\(FormFields.query(["open_before": String(last.id)]))\">Older open →</a>")
+            pager.append("<a href=\"/alerts\(FormFields.query(["kind": kind, "open_before": String(last.id)]))\">Older open →</a>")
         }
         if resolvedHasMore, let last = resolved.last {
-            pager.append("<a href=\"/alerts\(FormFields.query(["resolved_before": String(last.id)]))\">Older resolved →</a>")
+            pager.append("<a href=\"/alerts\(FormFields.query(["kind": kind, "resolved_before": String(last.id)]))\">Older resolved →</a>")
         }
         let content: HTML = """
             \(Components.notice(context.flash?.message, tone: context.flash?.tone ?? "ok"))\
-            <h2>Open</h2>\(AlertTable.kindLegend(open))\(AlertTable.render(open, user: user, actions: true, context: context, openOrders: openOrders))\
+            \(filterNote)<h2>Open</h2>\(AlertTable.kindLegend(open))\(AlertTable.render(open, user: user, actions: true, context: context, openOrders: openOrders))\
             <h2>Resolved</h2>\(AlertTable.render(resolved, user: user, actions: false))<nav class="pager">\(pager)</nav>
             """
-        return Layout.page(title: "Alerts", current: "/alerts", user: user, content)
+        return Layout.page(title: kind.map { "Alerts: \($0)" } ?? "Alerts", current: "/alerts", user: user, content)
+    }
+
+    private var filterNote: HTML {
+        guard let kind else { return "" }
+        return "<p class=\"filter\">Only \(Components.badge(kind, meaning: Explanations.alertKind)) alerts. <a href=\"/alerts\">Show every kind</a></p>"
     }
 }
 

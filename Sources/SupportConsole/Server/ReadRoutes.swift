@@ -48,9 +48,11 @@ extension ConsoleApp {
             let board = AlertBoard(client: client)
             // Paging through resolved alerts keeps the open ones in view only on the first page.
             let none: (alerts: [AlertRow], hasMore: Bool) = ([], false)
-            let open = cursors.resolved == nil ? try await board.page(state: "open", before: cursors.open) : none
-            let resolved = cursors.open == nil ? try await board.page(state: "resolved", before: cursors.resolved) : none
-            let page = AlertsPage(open: open.alerts, openHasMore: open.hasMore, resolved: resolved.alerts, resolvedHasMore: resolved.hasMore,
+            let kind = form.text("kind")
+            if let kind, !Explanations.alertKinds.keys.contains(kind) { throw BadRequest("Unknown alert kind.") }
+            let open = cursors.resolved == nil ? try await board.page(state: "open", before: cursors.open, kind: kind) : none
+            let resolved = cursors.open == nil ? try await board.page(state: "resolved", before: cursors.resolved, kind: kind) : none
+            let page = AlertsPage(kind: kind, open: open.alerts, openHasMore: open.hasMore, resolved: resolved.alerts, resolvedHasMore: resolved.hasMore,
                                   cursors: cursors, context: formContext(request, form, user: user),
                                   openOrders: try await OpenOrders.load(client, for: open.alerts))
             return Responses.html(page.render(user))

@@ -6,7 +6,10 @@ enum SVGChart {
     static let width = 600.0
 
     /// Vertical bars, oldest left; `caption` is the accessible name and the hover title.
-    static func bars(_ values: [Double], height: Double = 110, caption: String, unit: String = "", tone: String = "bar") -> HTML {
+    /// `axis`: time labels spread evenly under the bars, drawn as HTML so they stay readable when
+    /// the chart is squeezed onto a phone (SVG text would shrink with the drawing).
+    static func bars(_ values: [Double], height: Double = 110, caption: String, unit: String = "", tone: String = "bar",
+                     axis: [String] = []) -> HTML {
         let top = max(values.max() ?? 0, 1)
         let slot = width / Double(max(values.count, 1))
         let bars = values.enumerated().map { index, value -> HTML in
@@ -20,7 +23,8 @@ enum SVGChart {
         return """
             <figure class="chart"><svg viewBox="0 0 \(number(width)) \(number(height))" role="img" aria-label="\(caption)" preserveAspectRatio="none">\
             <line class="axis" x1="0" y1="\(number(height - 0.5))" x2="\(number(width))" y2="\(number(height - 0.5))"></line>\(bars)\
-            <text class="peak" x="2" y="10">max \(number(top))\(unit)</text></svg><figcaption>\(caption)</figcaption></figure>
+            </svg><div class="axis-labels" aria-hidden="true">\(axis.map { label -> HTML in "<span>\(label)</span>" })</div>\
+            <figcaption>\(caption) (UTC; highest \(number(top))\(unit))</figcaption></figure>
             """
     }
 

@@ -24,6 +24,11 @@ enum StaticAssets {
         section.card, form.card { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: .9rem 1rem; margin-bottom: 1rem; }
         .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(260px, 1fr)); gap: 1rem; }
         .stats { display: grid; grid-template-columns: repeat(auto-fit, minmax(130px, 1fr)); gap: .5rem; margin: 0; }
+        /* The tile's link covers the whole tile: one 44 px+ target per state or alert kind. */
+        .stats div.tile { position: relative; min-height: 44px; }
+        .stats div.tile a::after { content: ""; position: absolute; inset: 0; }
+        .stats div.tile:hover, .stats div.tile:focus-within { outline: 2px solid var(--accent); }
+        .axis-labels { display: flex; justify-content: space-between; font-size: .8rem; color: var(--muted); margin-top: .15rem; }
         .stats div { background: var(--wash); border-radius: 6px; padding: .4rem .6rem; }
         .stats dt { font-size: .8rem; color: var(--muted); }
         .stats dd { margin: 0; font-size: 1.2rem; font-weight: 600; }
