@@ -50,7 +50,9 @@ extension ConsoleApp {
         } catch let busy as PasswordHashingBusy {
             return retry(message: "Too many sign-ins at once (\(busy)).", status: 503)
         }
-        guard let role = checked else {
+        let spent = checked == nil || !configuration.oneTimePasswordUsers.contains(name) ? true
+            : try await users.spendOneTimePassword(name: name)
+        guard let role = checked, spent else {
             try await audit.record(actor: name, action: "login_failed", target: nil, details: ["reason": "wrong user or password", "address": address])
             return retry(message: "Wrong user name or password.", status: 401)
         }
