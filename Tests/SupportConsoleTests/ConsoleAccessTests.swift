@@ -39,10 +39,11 @@ final class ConsoleAccessTests: XCTestCase {
     func testPagesNeedASignIn() async throws {
         let harness = try await ConsoleHarness()
         let session = try ConsoleSession(baseURL: harness.baseURL)
-        for path in ["/", "/jobs", "/alerts", "/audit"] {
+        for (path, signIn) in [("/", "/login"), ("/jobs", "/login?next=%2Fjobs"), ("/alerts", "/login?next=%2Falerts"),
+                               ("/audit", "/login?next=%2Faudit")] {
             let page = try await session.get(path)
             XCTAssertEqual(page.status, 303, path)
-            XCTAssertEqual(page.header("Location"), "/login")
+            XCTAssertEqual(page.header("Location"), signIn, "the sign-in remembers where \(path) was going")
         }
         let credit = try await session.post("/alerts/\(harness.fixture.paidNotCreditedAlert)/credit", [("order_id", "order-alice-1")])
         XCTAssertEqual(credit.status, 303)

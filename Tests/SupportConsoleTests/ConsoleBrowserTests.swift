@@ -163,6 +163,50 @@ final class ConsoleBrowserTests: XCTestCase {
         }
     }
 
+    /// Issue 23, "Phone and keyboard": at phone size every control is at least 44 px tall, chart
+    /// labels keep a readable size, the first Tab reaches a skip link, and signing in lands on the
+    /// page that asked for it; Back to a credited alert reloads it rather than showing the snapshot.
+    func testPhoneTouchTargetsSkipLinkSignInLandingAndBackAfterACredit() async throws {
+        try await withBrowser { browser, harness in
+            try await browser.setWindow(width: 390, height: 844)
+            try await browser.open(harness.baseURL + "/users?id=alice")
+            try await expectSoon { try await browser.currentURL().contains("/login?next=") }
+            try await browser.type("input[name=user]", "sam")
+            try await browser.type("input[name=password]", ConsoleHarness.password)
+            try await browser.click("form.login button")
+            try await expectSoon { try await browser.title().hasPrefix("User alice") }
+            for path in ["/", "/alerts", "/users?id=alice", "/jobs"] {
+                try await browser.open(harness.baseURL + path)
+                let small = try await browser.execute("""
+                    return Array.from(document.querySelectorAll('button, input:not([type=hidden]):not([type=checkbox]), select, main a, header a'))
+                      .filter(e => e.offsetParent !== null && !e.classList.contains('skip'))
+                      .filter(e => (e.closest('.tile') || e).getBoundingClientRect().height < 44)  // a tile's link covers the tile
+                      .map(e => e.outerHTML.slice(0, 80));
+                    """) as? [String] ?? ["(script failed)"]
+                XCTAssertEqual(small, [], "\(path): touch targets under 44 px")
+            }
+            try await browser.open(harness.baseURL + "/")
+            let chartText = try await browser.execute("""
+                return Math.min.apply(null, Array.from(document.querySelectorAll('figure.chart .axis-labels span, ul.hbars li'))
+                  .map(e => parseFloat(getComputedStyle(e).fontSize)));
+                """) as? Double ?? 0
+            XCTAssertGreaterThanOrEqual(chartText, 11, "chart labels readable on a phone")
+            let first = try await browser.execute("""
+                document.activeElement && document.activeElement.blur();
+                return document.querySelector('body a').className + ' ' + document.querySelector('body a').getAttribute('href');
+                """) as? String
+            XCTAssertEqual(first, "skip #main", "the first link on every page skips to the content")
+            // Credit, then Back: the page comes from the server again, the alert no longer open.
+            let alert = harness.fixture.paidNotCreditedAlert
+            try await browser.open(harness.baseURL + "/alerts")
+            try await browser.execute("window.confirm = function () { return true; };")
+            try await browser.click("form[action='/alerts/\(alert)/credit'] button")
+            try await expectSoon { try await browser.source().contains("credited to order order-alice-1 and resolved") }
+            _ = try await browser.execute("history.back(); return true;")
+            try await expectSoon { try await browser.count("form[action='/alerts/\(alert)/credit']") == 0 }
+        }
+    }
+
     private func expectSoon(_ condition: () async throws -> Bool, file: StaticString = #filePath, line: UInt = #line) async throws {
         let held = try await eventually(10, condition)
         XCTAssertTrue(held, "the page never showed what was expected", file: file, line: line)

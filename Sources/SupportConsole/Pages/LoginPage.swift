@@ -2,10 +2,11 @@ import Foundation
 /// The password form (not shown in SSO mode). Its CSRF token is a double-submit cookie, since
 /// there is no session yet.
 enum LoginPage {
-    static func render(csrf: String, message: String?) -> HTML {
-        Layout.page(title: "Sign in", current: "", user: nil, """
+    static func render(csrf: String, message: String?, next: String? = nil) -> HTML {
+        let landing: HTML = next.map { "<input type=\"hidden\" name=\"next\" value=\"\($0)\">" } ?? ""
+        return Layout.page(title: "Sign in", current: "", user: nil, """
             <form class="card login" method="post" action="/login">\(Components.notice(message, tone: "bad"))\
-            <input type="hidden" name="csrf" value="\(csrf)">\
+            <input type="hidden" name="csrf" value="\(csrf)">\(landing)\
             <label>User <input type="text" name="user" autocomplete="username" required autofocus></label>\
             <label>Password <input type="password" name="password" autocomplete="current-password" required></label>\
             <button type="submit">Sign in</button></form>

@@ -27,7 +27,7 @@ enum Layout {
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">\
             <title>\(title) · receipt-worker support</title><link rel="stylesheet" href="/static/console.css">\
             <script src="/static/console.js" defer></script></head>
-            <body\(refresh)>\(header)<main><h1>\(title)</h1>\(content)</main></body></html>
+            <body\(refresh)><a class="skip" href="#main">Skip to content</a>\(header)<main id="main" tabindex="-1"><h1>\(title)</h1>\(content)</main></body></html>
             """
     }
 }

@@ -68,6 +68,24 @@ enum StaticAssets {
         figure.chart figcaption { font-size: .8rem; color: var(--muted); }
         svg .bar { fill: var(--accent); } svg .bar.ok { fill: var(--ok); } svg .bar.warn { fill: var(--warn); } svg .bar.bad, svg .errbar { fill: var(--bad); }
         svg .axis { stroke: #b9c2ce; } svg text { font-size: 12px; fill: var(--ink); } svg .peak { fill: var(--muted); font-size: 10px; }
+        ul.hbars { list-style: none; margin: 0; padding: 0; }
+        ul.hbars li { display: grid; grid-template-columns: minmax(8rem, max-content) 1fr 3.5rem; gap: .5rem; align-items: center; padding: .15rem 0; }
+        ul.hbars meter { width: 100%; height: 1rem; }
+        ul.hbars .value { text-align: right; font-variant-numeric: tabular-nums; }
+        .skip { position: absolute; left: -999px; top: 0; background: #fff; color: var(--accent); padding: .6rem 1rem; z-index: 10; }
+        .skip:focus { left: .5rem; top: .5rem; }
+        main:focus { outline: none; }
+        td .badge, dd .badge { justify-self: start; }
+        /* Touch targets of at least 44 px (WCAG 2.5.5) wherever a finger does the pointing. */
+        @media (pointer: coarse), (max-width: 640px) {
+            button, input[type=text], input[type=search], input[type=password], select, summary { min-height: 44px; }
+            header.top nav a, .pager a, header.top .brand { display: inline-flex; align-items: center; min-height: 44px; }
+            td a, dd a, .filter a, .next-steps a { display: inline-flex; align-items: center; min-height: 44px; }
+            label.check input { width: 24px; height: 24px; }
+            label.check { min-height: 44px; }
+            form.inline input[type=text] { flex: 1 1 12rem; }
+            header.top form.find { max-width: none; }
+        }
         .login { max-width: 22rem; margin: 12vh auto; }
         .login label { display: flex; flex-direction: column; align-items: stretch; margin-bottom: .7rem; }
         @media (max-width: 640px) {
