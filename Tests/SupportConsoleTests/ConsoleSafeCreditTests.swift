@@ -24,6 +24,9 @@ final class ConsoleSafeCreditTests: XCTestCase {
             XCTAssertFalse(page.contains("<option value=\"order-alice-old\""), "\(path): a credited order is not offered")
             XCTAssertTrue(page.contains("data-user=\"alice\" data-product=\"coins_100\" data-transaction=\"2000000000000001\""), path)
         }
+        let alertsPage = try await session.get("/alerts").text
+        XCTAssertTrue(alertsPage.contains("#\(alert)</span> <span class=\"why\">job</span> <a href=\"/jobs/\(harness.fixture.attentionJob)\">"),
+                      "support keeps a link to the alert's job beside the action forms")
         let carl = try await session.get("/users?id=carl").text
         XCTAssertTrue(carl.contains("<option value=\"order-carl-1\""))
         let hostile = try await session.get("/alerts").text

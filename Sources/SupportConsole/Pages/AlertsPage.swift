@@ -38,7 +38,8 @@ enum AlertTable {
     static func render(_ alerts: [AlertRow], user: ConsoleUser, actions: Bool, context: FormContext = .none,
                        openOrders: OpenOrders = .none) -> HTML {
         Components.table(["alert", "kind", "user", "order", "product", "transaction", "reason", "since", "state", ""], alerts.map { alert in
-            ["<span id=\"alert-\(alert.id)\">#\(alert.id)</span>", Components.badge(alert.kind, quiet: alert.state != "open", meaning: Explanations.alertKind), Components.userLink(alert.userID),
+            // The job link stays in the first cell: for support the last cell holds the action forms.
+            ["<span id=\"alert-\(alert.id)\">#\(alert.id)</span>\(alert.jobID.map { id -> HTML in " <span class=\"why\">job</span> \(Components.jobLink(id))" } ?? "")", Components.badge(alert.kind, quiet: alert.state != "open", meaning: Explanations.alertKind), Components.userLink(alert.userID),
              Components.searchLink(alert.orderID), "\(alert.productID)", Components.searchLink(alert.transactionID), reason(alert),
              "\(DisplayFormat.time(alert.firstSeenAt))",
              alert.state == "open" ? Components.badge(alert.state) : "\(Components.badge(alert.state)) \(alert.resolution)",
