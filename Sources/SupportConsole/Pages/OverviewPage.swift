@@ -9,6 +9,8 @@ struct OverviewPage {
     let hour: ThroughputWindow
     let day: ThroughputWindow
     let now: Date
+    /// Of the attention jobs, those whose payment is in the ledger now (not broken any more).
+    var creditedSince = 0
 
     func render(_ user: ConsoleUser) -> HTML {
         let states = HTML.join(QueueSnapshot.states.map { state -> HTML in
@@ -16,7 +18,7 @@ struct OverviewPage {
             // Each tile opens the jobs list filtered to its state.
             return """
                 <div class="tile"><dt><a href="/jobs\(FormFields.query(["state": state]))">\(Components.badge(state))</a></dt>\
-                <dd>\(approx)\(queue.jobsByState[state] ?? 0)</dd></div>
+                <dd>\(approx)\(queue.jobsByState[state] ?? 0)\(state == "attention" ? creditedNote : "")</dd></div>
                 """
         })
         let alerts = HTML.join(openAlerts.sorted { $0.key < $1.key }.map { kind, count -> HTML in
@@ -37,6 +39,11 @@ struct OverviewPage {
             </div>
             """
         return Layout.page(title: "Overview", current: "/", user: user, refreshSeconds: 30, content)
+    }
+
+    private var creditedNote: HTML {
+        guard creditedSince > 0 else { return "" }
+        return " <span class=\"why block\">\(creditedSince) of them credited since</span>"
     }
 
     /// Five clock times (UTC) under the bars: the oldest bucket, three between, and the newest.

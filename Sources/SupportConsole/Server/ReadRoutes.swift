@@ -15,7 +15,9 @@ extension ConsoleApp {
             async let alerts = AlertStatistics.openByKind(client)
             async let hour = ThroughputStore(client: client).lastHour()
             async let day = ThroughputStore(client: client).lastDay()
-            let page = OverviewPage(queue: try await queue, openAlerts: try await alerts, hour: try await hour, day: try await day, now: Date())
+            async let creditedSince = CreditedSince.count(client)
+            let page = OverviewPage(queue: try await queue, openAlerts: try await alerts, hour: try await hour, day: try await day, now: Date(),
+                                    creditedSince: try await creditedSince)
             return Responses.html(page.render(user))
         })
         router.get("/jobs", readable { _, _, user, form in
