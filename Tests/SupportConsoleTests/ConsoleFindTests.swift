@@ -45,6 +45,7 @@ final class ConsoleFindTests: XCTestCase {
         XCTAssertEqual(nothing.status, 404)
         XCTAssertTrue(nothing.text.contains("href=\"/users?id=MK5TTTVWJH\""), nothing.text)
         XCTAssertTrue(nothing.text.contains("href=\"/lookup?apple_order_id=MK5TTTVWJH\""), "support is offered the Apple order lookup")
+        XCTAssertTrue(harness.registry.render().contains("iap_console_requests_total{page=\"find\",status=\"404\"}"), "a page label of its own")
         let lookup = try await session.get("/lookup?apple_order_id=MK5TTTVWJH")
         XCTAssertTrue(lookup.text.contains("value=\"MK5TTTVWJH\""), "the handed-over id is kept in the box")
         await session.close()
