@@ -17,6 +17,17 @@ final class SecretHygieneTests: XCTestCase {
         // Minted receipts are base64 JSON ({"…  -> eyJ…), as are JWS: neither may appear.
         XCTAssertFalse(output.contains("eyJ"), "receipt data leaked")
         XCTAssertTrue(output.contains("event=job_finished"), "debug run logs the jobs")
+        // What the demo leaves for the console (issue 23): its database named, and frank's
+        // paid_not_credited alert with an open order it can be credited to.
+        XCTAssertTrue(demo.stdout.contains("DATABASE_URL=\(url)"), demo.stdout.suffix(2_000).description)
+        XCTAssertTrue(demo.stdout.contains("one-time password") && demo.stdout.contains("MQ7DEMO789"))
+        let client = PostgresClient(conninfo: url, maxConnections: 1)
+        let creditable: Int = try await client.query("""
+            SELECT count(*) FROM iap.alerts a JOIN iap.orders o ON o.user_id = a.user_id AND o.product_id = a.product_id AND o.status = 'open'
+            WHERE a.kind = 'paid_not_credited' AND a.state = 'open' AND a.user_id = 'frank'
+            """)[0].decode(Int.self, at: 0)
+        await client.close()
+        XCTAssertEqual(creditable, 1, "frank's alert has an open order to credit")
     }
 
     func testSharedSecretFromFileAndBadFile() async throws {

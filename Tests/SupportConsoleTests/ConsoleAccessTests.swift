@@ -39,10 +39,11 @@ final class ConsoleAccessTests: XCTestCase {
     func testPagesNeedASignIn() async throws {
         let harness = try await ConsoleHarness()
         let session = try ConsoleSession(baseURL: harness.baseURL)
-        for path in ["/", "/jobs", "/alerts", "/audit"] {
+        for (path, signIn) in [("/", "/login"), ("/jobs", "/login?next=%2Fjobs"), ("/alerts", "/login?next=%2Falerts"),
+                               ("/audit", "/login?next=%2Faudit")] {
             let page = try await session.get(path)
             XCTAssertEqual(page.status, 303, path)
-            XCTAssertEqual(page.header("Location"), "/login")
+            XCTAssertEqual(page.header("Location"), signIn, "the sign-in remembers where \(path) was going")
         }
         let credit = try await session.post("/alerts/\(harness.fixture.paidNotCreditedAlert)/credit", [("order_id", "order-alice-1")])
         XCTAssertEqual(credit.status, 303)
@@ -118,14 +119,21 @@ final class ConsoleAccessTests: XCTestCase {
         _ = try await session.signIn("sam", password: ConsoleHarness.password)
         let token = try await session.csrfToken()
         let alert = harness.fixture.paidNotCreditedAlert
+        // Post/redirect/get: a refusal comes back inline on the alerts page, the typed order id kept.
         let wrongOrder = try await session.post("/alerts/\(alert)/credit", [("csrf", token), ("order_id", "order-carl-1")])
-        XCTAssertEqual(wrongOrder.status, 409)
-        XCTAssertTrue(wrongOrder.text.contains("belongs to another user"), wrongOrder.text)
+        XCTAssertEqual(wrongOrder.status, 303)
+        let refusedPage = try await session.get(try XCTUnwrap(wrongOrder.header("Location")))
+        XCTAssertTrue(refusedPage.text.contains("belongs to another user"), refusedPage.text)
+        XCTAssertTrue(refusedPage.text.contains("value=\"order-carl-1\""), "the typed order id is kept")
         let credited = try await session.post("/alerts/\(alert)/credit", [("csrf", token), ("order_id", "order-alice-1")])
         XCTAssertEqual(credited.status, 303)
-        XCTAssertEqual(credited.header("Location"), "/alerts?notice=credited&alert=\(alert)")
+        let location = try XCTUnwrap(credited.header("Location"))
+        XCTAssertTrue(location.hasPrefix("/alerts?flash=") && location.hasSuffix("#alert-\(alert)"), location)
+        let page1 = try await session.get(location)
+        XCTAssertTrue(page1.text.contains("credited to order order-alice-1 and resolved"))
         let again = try await session.post("/alerts/\(alert)/credit", [("csrf", token), ("order_id", "order-alice-1")])
-        XCTAssertEqual(again.status, 409, "the alert is resolved: nothing is credited twice")
+        let againPage = try await session.get(try XCTUnwrap(again.header("Location")))
+        XCTAssertTrue(againPage.text.contains("already resolved"), "the alert is resolved: nothing is credited twice")
         let by: String = try await harness.scalar("SELECT credited_by FROM iap.credits WHERE transaction_id = '2000000000000001'")
         XCTAssertEqual(by, "sam", "the ledger names the person, not the role")
         let rows: Int = try await harness.scalar("SELECT count(*) FROM iap.credits WHERE transaction_id = '2000000000000001'")
@@ -151,12 +159,17 @@ final class ConsoleAccessTests: XCTestCase {
         }
         XCTAssertNil(FormFields("q=%ZZ"), "bad percent escapes are refused, not guessed at")
         let token = try await session.csrfToken()
+        // Forms answer with a redirect; the refusal is shown on the page they came from.
         let empty = try await session.post("/alerts/\(harness.fixture.alertToResolve)/resolve", [("csrf", token), ("note", "  ")])
-        XCTAssertEqual(empty.status, 400)
+        XCTAssertEqual(empty.status, 303)
+        let page2 = try await session.get(try XCTUnwrap(empty.header("Location")))
+        XCTAssertTrue(page2.text.contains("A note is required."))
         let missing = try await session.post("/alerts/987654/resolve", [("csrf", token), ("note", "x")])
-        XCTAssertEqual(missing.status, 404)
+        let page3 = try await session.get(try XCTUnwrap(missing.header("Location")))
+        XCTAssertTrue(page3.text.contains("there is no alert #987654"))
         let lookup = try await session.post("/lookup", [("csrf", token), ("apple_order_id", "MK5TTTVWJH")])
-        XCTAssertEqual(lookup.status, 503, "no lookup configured")
+        let lookupPage = try await session.get(try XCTUnwrap(lookup.header("Location")))
+        XCTAssertTrue(lookupPage.text.contains("Lookup unavailable"), "no lookup configured")
         await session.close()
         await harness.close()
     }
@@ -218,15 +231,20 @@ final class ConsoleAccessTests: XCTestCase {
         _ = try await session.signIn("sam", password: ConsoleHarness.password)
         let token = try await session.csrfToken()
         let bad = try await session.post("/lookup", [("csrf", token), ("apple_order_id", "MK5<script>")])
-        XCTAssertEqual(bad.status, 400)
+        XCTAssertEqual(bad.status, 303)
+        let badPage = try await session.get(try XCTUnwrap(bad.header("Location"))).text
+        XCTAssertTrue(badPage.contains("holds only letters and digits") && badPage.contains("value=\"MK5&lt;script&gt;\""), badPage)
         let found = try await session.post("/lookup", [("csrf", token), ("apple_order_id", "MK5TTTVWJH")])
-        XCTAssertEqual(found.status, 200)
-        XCTAssertTrue(found.text.contains("2000000000000099") && found.text.contains("action=\"/lookup/credit\""))
+        XCTAssertEqual(found.status, 303, "post/redirect/get: Back never asks to resubmit")
+        let foundPage = try await session.get(try XCTUnwrap(found.header("Location")))
+        XCTAssertTrue(foundPage.text.contains("2000000000000099") && foundPage.text.contains("action=\"/lookup/credit\""))
         let credited = try await session.post("/lookup/credit", [("csrf", token), ("apple_order_id", "MK5TTTVWJH"),
                                                                  ("transaction_id", "2000000000000099"), ("user_id", "alice"),
                                                                  ("order_id", "order-alice-1")])
-        XCTAssertEqual(credited.status, 200)
-        XCTAssertTrue(credited.text.contains("credited 2000000000000099 to order order-alice-1"))
+        XCTAssertEqual(credited.status, 303)
+        let page4 = try await session.get(try XCTUnwrap(credited.header("Location")))
+        XCTAssertTrue(page4.text
+            .contains("credited 2000000000000099 to order order-alice-1"))
         XCTAssertEqual(lookup.credits.withLock { $0 }, ["2000000000000099"])
         let actions: [String] = try await harness.client.query("SELECT action FROM iap.audit_log WHERE actor = 'sam' ORDER BY id")
             .map { try $0.decode(String.self, at: 0) }

@@ -48,7 +48,7 @@ final class ConsoleBrowserTests: XCTestCase {
             try await signIn(browser, harness, as: "sam")
             // Search a user.
             try await browser.open(harness.baseURL + "/jobs")
-            try await browser.type("input[name=q]", "alice")
+            try await browser.type("form.search input[name=q]", "alice")
             try await browser.click("form.search button")
             try await expectSoon { try await browser.currentURL().contains("q=alice") }
             try await expectCount(browser, "tbody tr", 1)
@@ -60,20 +60,29 @@ final class ConsoleBrowserTests: XCTestCase {
             // Credit the paid_not_credited alert to the order, then see the ledger row and the audit entry.
             let alert = harness.fixture.paidNotCreditedAlert
             try await browser.open(harness.baseURL + "/alerts")
-            try await browser.execute("window.confirm = function () { return true; };")
-            try await browser.type("form[action='/alerts/\(alert)/credit'] input[name=order_id]", "order-alice-1")
+            try await browser.execute("window.confirm = function (q) { sessionStorage.setItem('asked', q); return true; };")
+            // The buyer's open order for the product is offered; the confirm names who, what and where.
+            try await expectCount(browser, "form[action='/alerts/\(alert)/credit'] select[name=order_choice] option[value='order-alice-1']", 1)
             try await browser.click("form[action='/alerts/\(alert)/credit'] button")
-            try await expectSoon { try await browser.source().contains("credited to the order and resolved") }
+            try await expectSoon { try await browser.source().contains("credited to order order-alice-1 and resolved") }
+            let asked = try await browser.execute("return sessionStorage.getItem('asked');") as? String
+            XCTAssertEqual(asked, "Credit coins_100 (Apple transaction 2000000000000001) of user alice to order order-alice-1?")
             try await browser.open(harness.baseURL + "/users?id=alice")
             let user = try await browser.source()
             XCTAssertTrue(user.contains("2000000000000001") && user.contains("order-alice-1") && user.contains(">sam<"), "ledger row shown, naming the person who credited")
             try await browser.open(harness.baseURL + "/audit")
             let audit = try await browser.source()
             XCTAssertTrue(audit.contains("alert:\(alert)"))
+            // The header's find box jumps straight to the one match, from any page.
+            try await browser.type("form.find input[name=q]", "#\(harness.fixture.creditedJob)")
+            try await browser.click("form.find button")
+            try await expectSoon { try await browser.title().hasPrefix("Job #\(harness.fixture.creditedJob)") }
             // Resolve one with a note.
             let other = harness.fixture.alertToResolve
             try await browser.open(harness.baseURL + "/alerts")
+            try await browser.execute("window.confirm = function () { return true; };")
             try await browser.type("form[action='/alerts/\(other)/resolve'] input[name=note]", "refunded by Apple, nothing owed")
+            try await browser.click("form[action='/alerts/\(other)/resolve'] input[name=unpaid_ok]")
             try await browser.click("form[action='/alerts/\(other)/resolve'] button")
             try await expectSoon { try await browser.source().contains("Alert #\(other): resolved.") }
             let resolution: String = try await harness.scalar("SELECT resolution FROM iap.alerts WHERE id = $1", [other])
@@ -151,6 +160,50 @@ final class ConsoleBrowserTests: XCTestCase {
             }
             let files = try FileManager.default.contentsOfDirectory(atPath: Self.screenshots).filter { $0.hasSuffix(".png") }
             XCTAssertGreaterThanOrEqual(files.count, 18)
+        }
+    }
+
+    /// Issue 23, "Phone and keyboard": at phone size every control is at least 44 px tall, chart
+    /// labels keep a readable size, the first Tab reaches a skip link, and signing in lands on the
+    /// page that asked for it; Back to a credited alert reloads it rather than showing the snapshot.
+    func testPhoneTouchTargetsSkipLinkSignInLandingAndBackAfterACredit() async throws {
+        try await withBrowser { browser, harness in
+            try await browser.setWindow(width: 390, height: 844)
+            try await browser.open(harness.baseURL + "/users?id=alice")
+            try await expectSoon { try await browser.currentURL().contains("/login?next=") }
+            try await browser.type("input[name=user]", "sam")
+            try await browser.type("input[name=password]", ConsoleHarness.password)
+            try await browser.click("form.login button")
+            try await expectSoon { try await browser.title().hasPrefix("User alice") }
+            for path in ["/", "/alerts", "/users?id=alice", "/jobs"] {
+                try await browser.open(harness.baseURL + path)
+                let small = try await browser.execute("""
+                    return Array.from(document.querySelectorAll('button, input:not([type=hidden]):not([type=checkbox]), select, main a, header a'))
+                      .filter(e => e.offsetParent !== null && !e.classList.contains('skip'))
+                      .filter(e => (e.closest('.tile') || e).getBoundingClientRect().height < 44)  // a tile's link covers the tile
+                      .map(e => e.outerHTML.slice(0, 80));
+                    """) as? [String] ?? ["(script failed)"]
+                XCTAssertEqual(small, [], "\(path): touch targets under 44 px")
+            }
+            try await browser.open(harness.baseURL + "/")
+            let chartText = try await browser.execute("""
+                return Math.min.apply(null, Array.from(document.querySelectorAll('figure.chart .axis-labels span, ul.hbars li'))
+                  .map(e => parseFloat(getComputedStyle(e).fontSize)));
+                """) as? Double ?? 0
+            XCTAssertGreaterThanOrEqual(chartText, 11, "chart labels readable on a phone")
+            let first = try await browser.execute("""
+                document.activeElement && document.activeElement.blur();
+                return document.querySelector('body a').className + ' ' + document.querySelector('body a').getAttribute('href');
+                """) as? String
+            XCTAssertEqual(first, "skip #main", "the first link on every page skips to the content")
+            // Credit, then Back: the page comes from the server again, the alert no longer open.
+            let alert = harness.fixture.paidNotCreditedAlert
+            try await browser.open(harness.baseURL + "/alerts")
+            try await browser.execute("window.confirm = function () { return true; };")
+            try await browser.click("form[action='/alerts/\(alert)/credit'] button")
+            try await expectSoon { try await browser.source().contains("credited to order order-alice-1 and resolved") }
+            _ = try await browser.execute("history.back(); return true;")
+            try await expectSoon { try await browser.count("form[action='/alerts/\(alert)/credit']") == 0 }
         }
     }
 

@@ -48,8 +48,17 @@ final class ConsoleQueryPlanTests: XCTestCase {
             ("user: orders", UserActivityStore.ordersSQL, [text, 100]),
             ("user: ledger", UserActivityStore.ledgerSQL, [text, 100]),
             ("user: alerts", UserActivityStore.alertsSQL, [text, 100]),
-            ("user: jobs", UserActivityStore.jobsSQL, [text, 100]),
-            ("alerts", AlertBoard.pageSQL, ["open", Int.max, 51]),
+            ("user: jobs", UserActivityStore.jobsSQL, [text, 101, Int.max]),
+            ("alerts: open orders to credit", OpenOrders.sql, [[text, "user-8"], ["coins", "coins"]]),
+            ("overview: attention credited since", CreditedSince.countSQL, [CreditedSince.limit]),
+            ("find: job", ConsoleFind.jobSQL, [42]),
+            ("find: user", ConsoleFind.userSQL, [text]),
+            ("find: orders", ConsoleFind.ordersSQL, ["order-9"]),
+            ("find: ledger", ConsoleFind.ledgerSQL, ["1000042"]),
+            ("find: alerts", ConsoleFind.alertsSQL, ["1000042"]),
+            ("find: jobs by order", ConsoleFind.jobsByOrderSQL, ["order-9"]),
+            ("alerts", AlertBoard.pageSQL, ["open", Int.max, 51, String?.none]),
+            ("alerts of one kind", AlertBoard.pageSQL, ["open", Int.max, 51, "paid_not_credited"]),
             ("audit", AuditLog.pageSQL, [Int.max, 101]),
             ("alert credit: lock", SupportDesk.lockAlertSQL, [1]),
         ]
@@ -68,7 +77,7 @@ final class ConsoleQueryPlanTests: XCTestCase {
             for statement in statements {
                 let plan = try await connection.query("EXPLAIN (VERBOSE, COSTS OFF) " + statement.sql, statement.binds)
                     .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
-                for table in ["iap.jobs", "iap.credits"] {
+                for table in ["iap.jobs", "iap.credits", "iap.orders"] {
                     XCTAssertFalse(plan.contains("Seq Scan on \(table)"), "\(statement.name) scans \(table):\n\(plan)")
                 }
             }

@@ -21,7 +21,7 @@ enum DemoCommand {
                 let passed = try await DemoTour(client: client, url: url, logger: runtime.logger,
                                                 verbose: runtime.options.string(Settings.logLevel) == "debug").run()
                 try await printLedgerAndAlerts(client, logger: runtime.logger)
-                try await DemoConsole.offer(runtime, client: client)
+                try await DemoConsole.offer(runtime, client: client, databaseURL: url)
                 await client.close()
                 return passed ? 0 : 1
             } catch {

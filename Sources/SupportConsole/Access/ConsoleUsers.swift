@@ -48,6 +48,9 @@ public struct ConsoleUsers: Sendable {
         WITH ended AS (DELETE FROM iap.console_sessions WHERE user_name = $1)
         UPDATE iap.console_users SET password_hash = $2 WHERE name = $1 RETURNING name
         """
+    /// A one-time password is spent: cleared without ending the session it just opened; no row
+    /// when a parallel sign-in spent it first.
+    static let spendPasswordSQL = "UPDATE iap.console_users SET password_hash = NULL WHERE name = $1 AND password_hash IS NOT NULL RETURNING name"
     /// Rehash at sign-in: same password, stronger hash; only if nobody changed it meanwhile.
     static let rehashSQL = "UPDATE iap.console_users SET password_hash = $3 WHERE name = $1 AND password_hash = $2"
     static let setRoleSQL = "UPDATE iap.console_users SET role = $2 WHERE name = $1 RETURNING name"
@@ -106,6 +109,11 @@ public struct ConsoleUsers: Sendable {
             _ = try await client.query(Self.rehashSQL, [name, stored, stronger])
         }
         return role
+    }
+
+    /// True when this sign-in spent the one-time password (false: someone else spent it first).
+    func spendOneTimePassword(name: String) async throws -> Bool {
+        !(try await client.query(Self.spendPasswordSQL, [name]).isEmpty)
     }
 
     /// The role of an enabled user (the SSO proxy vouched for who they are).

@@ -27,10 +27,11 @@ struct JobDetails: Sendable {
     func load(_ id: Int) async throws -> JobDetail? {
         guard let row = try await client.query(Self.jobSQL, [id]).first else { return nil }
         let job = try JobSummary.decode(row)
-        let transactions: [String] = try row.decode(at: 12)
+        let first = JobSummary.columnCount
+        let transactions: [String] = try row.decode(at: first)
         return JobDetail(
-            job: job, transactionIDs: transactions, runAt: try row.decode(at: 13), leasedBy: try row.decode(at: 14),
-            leaseExpiresAt: try row.decode(at: 15), sweeps: try row.decode(at: 16),
+            job: job, transactionIDs: transactions, runAt: try row.decode(at: first + 1), leasedBy: try row.decode(at: first + 2),
+            leaseExpiresAt: try row.decode(at: first + 3), sweeps: try row.decode(at: first + 4),
             ledger: try await client.query(Self.ledgerSQL, [transactions, id]).map(LedgerRow.decode),
             alerts: try await client.query(Self.alertsSQL, [id]).map(AlertRow.decode))
     }

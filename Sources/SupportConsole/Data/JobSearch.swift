@@ -37,13 +37,17 @@ public struct JobSearch: Sendable {
     public static let pageSize = 50
 
     /// Each text arm is an equality on its own index (jobs_by_user, jobs_by_order, the primary
-    /// key fed by the ledger's and the alerts' transaction indexes), so the planner ORs bitmaps
-    /// instead of walking the table. The array form of the transaction arm matters: an
+    /// key fed by the ledger's and the alerts' indexes), so the planner ORs bitmaps instead of
+    /// walking the table. The ledger and alert arms find the jobs that credited a buyer, or
+    /// raised their alert, without naming them (a notification, a late order match, a lookup):
+    /// by transaction, original transaction, user or order. The array form matters: an
     /// `id IN (subquery)` inside an OR cannot use an index.
     static let textCondition = """
         (user_id = $2 OR order_id = $2 OR id = ANY(ARRAY(
-            SELECT job_id FROM iap.credits WHERE transaction_id = $2 AND job_id IS NOT NULL
-            UNION SELECT job_id FROM iap.alerts WHERE transaction_id = $2 AND job_id IS NOT NULL) || $3::bigint[]))
+            SELECT job_id FROM iap.credits
+            WHERE (transaction_id = $2 OR original_transaction_id = $2 OR user_id = $2 OR order_id = $2) AND job_id IS NOT NULL
+            UNION SELECT job_id FROM iap.alerts
+            WHERE (transaction_id = $2 OR user_id = $2 OR order_id = $2) AND job_id IS NOT NULL) || $3::bigint[]))
         """
 
     /// The statement for a set of criteria: fixed fragments with numbered parameters, never values.
@@ -52,7 +56,7 @@ public struct JobSearch: Sendable {
         var binds: [any PostgresEncodable] = [criteria.before ?? Int.max]
         if let text = criteria.text {
             conditions.append(textCondition)
-            let asJobID = Int(text).map { $0 > 0 ? [$0] : [] } ?? []
+            let asJobID = ConsoleFind.jobID(text).map { [$0] } ?? []
             binds += [text, asJobID]
         }
         for (column, value) in [("state", criteria.state), ("outcome", criteria.outcome), ("kind", criteria.kind)] {

@@ -23,6 +23,13 @@ public struct ThroughputWindow: Sendable {
             .sorted { $0.count != $1.count ? $0.count > $1.count : $0.outcome < $1.outcome }
     }
 
+    /// The start of each bucket `series` returns, oldest first (UTC clock times for the chart's axis).
+    public func bucketStarts(now: Date) -> [Date] {
+        let count = Int((seconds / bucketSeconds).rounded())
+        let firstStart = (now.timeIntervalSince1970 / bucketSeconds).rounded(.down) * bucketSeconds - Double(count - 1) * bucketSeconds
+        return (0..<count).map { Date(timeIntervalSince1970: firstStart + Double($0) * bucketSeconds) }
+    }
+
     /// Finished jobs per bucket, oldest first, one entry per bucket of the window (gaps are 0).
     public func series(now: Date) -> [Int] {
         let count = Int((seconds / bucketSeconds).rounded())

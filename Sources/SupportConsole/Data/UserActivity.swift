@@ -7,6 +7,9 @@ public struct UserActivity: Sendable {
     public let ledger: [LedgerRow]
     public let alerts: [AlertRow]
     public let jobs: [JobSummary]
+    /// Older jobs follow (the page shows a link to them instead of silently stopping).
+    public let moreJobs: Bool
+    public let jobsBefore: Int?
 
     public var refunds: [LedgerRow] { ledger.filter { $0.revokedAt != nil } }
     public var isEmpty: Bool { orders.isEmpty && ledger.isEmpty && alerts.isEmpty && jobs.isEmpty }
@@ -22,14 +25,24 @@ struct UserActivityStore: Sendable {
         """
     static let ledgerSQL = "SELECT \(LedgerRow.columns) FROM iap.credits WHERE user_id = $1 ORDER BY credited_at DESC LIMIT $2"
     static let alertsSQL = "SELECT \(AlertRow.columns) FROM iap.alerts WHERE user_id = $1 ORDER BY id DESC LIMIT $2"
-    static let jobsSQL = "SELECT \(JobSummary.columns) FROM iap.jobs WHERE user_id = $1 ORDER BY id DESC LIMIT $2"
+    /// The buyer's own jobs and those that credited them or raised their alert without naming
+    /// them (a notification, a late order match, a lookup), through credits_by_user and
+    /// alerts_by_user; keyset paged by id.
+    static let jobsSQL = """
+        SELECT \(JobSummary.columns) FROM iap.jobs
+        WHERE (user_id = $1 OR id = ANY(ARRAY(
+            SELECT job_id FROM iap.credits WHERE user_id = $1 AND job_id IS NOT NULL
+            UNION SELECT job_id FROM iap.alerts WHERE user_id = $1 AND job_id IS NOT NULL))) AND id < $3
+        ORDER BY id DESC LIMIT $2
+        """
 
-    func load(_ userID: String) async throws -> UserActivity {
-        UserActivity(
+    func load(_ userID: String, jobsBefore: Int? = nil) async throws -> UserActivity {
+        let jobs = try await client.query(Self.jobsSQL, [userID, Self.limit + 1, jobsBefore ?? Int.max]).map(JobSummary.decode)
+        return UserActivity(
             userID: userID,
             orders: try await client.query(Self.ordersSQL, [userID, Self.limit]).map(OrderRow.decode),
             ledger: try await client.query(Self.ledgerSQL, [userID, Self.limit]).map(LedgerRow.decode),
             alerts: try await client.query(Self.alertsSQL, [userID, Self.limit]).map(AlertRow.decode),
-            jobs: try await client.query(Self.jobsSQL, [userID, Self.limit]).map(JobSummary.decode))
+            jobs: Array(jobs.prefix(Self.limit)), moreJobs: jobs.count > Self.limit, jobsBefore: jobsBefore)
     }
 }

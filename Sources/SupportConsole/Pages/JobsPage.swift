@@ -15,11 +15,12 @@ struct JobsPage {
             """
         let rows = jobs.map { job -> [HTML] in
             [Components.jobLink(job.id), "\(job.kind)", Components.userLink(job.userID), Components.searchLink(job.orderID),
-             Components.badge(job.state), Components.badge(job.outcome), "\(job.attempts)", "\(DisplayFormat.time(job.createdAt))"]
+             Components.jobStatus(job).state, Components.jobStatus(job).outcome, "\(job.attempts)", "\(DisplayFormat.time(job.createdAt))"]
         }
         let table = Components.table(["job", "kind", "user", "order", "state", "outcome", "attempts", "created"], rows,
                                      empty: "No jobs match.")
-        return Layout.page(title: "Jobs", current: "/jobs", user: user, "\(form)\(table)\(pager)")
+        let words = jobs.flatMap { job -> [String?] in job.creditedSince ? ["resolved", "credited since"] : [job.state, job.outcome] }
+        return Layout.page(title: "Jobs", current: "/jobs", user: user, "\(form)\(Components.legend(words))\(table)\(pager)")
     }
 
     private var pager: HTML {

@@ -9,14 +9,23 @@ struct OverviewPage {
     let hour: ThroughputWindow
     let day: ThroughputWindow
     let now: Date
+    /// Of the attention jobs, those whose payment is in the ledger now (not broken any more).
+    var creditedSince = 0
 
     func render(_ user: ConsoleUser) -> HTML {
         let states = HTML.join(QueueSnapshot.states.map { state -> HTML in
             let approx = queue.estimatedStates.contains(state) ? "~" : ""
-            return "<div><dt>\(Components.badge(state))</dt><dd>\(approx)\(queue.jobsByState[state] ?? 0)</dd></div>"
+            // Each tile opens the jobs list filtered to its state.
+            return """
+                <div class="tile"><dt><a href="/jobs\(FormFields.query(["state": state]))">\(Components.badge(state))</a></dt>\
+                <dd>\(approx)\(queue.jobsByState[state] ?? 0)\(state == "attention" ? creditedNote : "")</dd></div>
+                """
         })
         let alerts = HTML.join(openAlerts.sorted { $0.key < $1.key }.map { kind, count -> HTML in
-            "<div><dt><a href=\"/alerts\">\(kind)</a></dt><dd>\(count)</dd></div>"
+            """
+            <div class="tile"><dt><a href="/alerts\(FormFields.query(["kind": kind]))">\(Components.badge(kind, meaning: Explanations.alertKind))</a></dt>\
+            <dd>\(count)</dd></div>
+            """
         })
         let content: HTML = """
             <div class="grid">
@@ -32,13 +41,25 @@ struct OverviewPage {
         return Layout.page(title: "Overview", current: "/", user: user, refreshSeconds: 30, content)
     }
 
+    private var creditedNote: HTML {
+        guard creditedSince > 0 else { return "" }
+        return " <span class=\"why block\">\(creditedSince) of them credited since</span>"
+    }
+
+    /// Five clock times (UTC) under the bars: the oldest bucket, three between, and the newest.
+    private func axis(_ window: ThroughputWindow) -> [String] {
+        let starts = window.bucketStarts(now: now)
+        guard starts.count > 1 else { return [] }
+        return (0...4).map { step in DisplayFormat.clock(starts[(starts.count - 1) * step / 4]) }
+    }
+
     private func window(_ window: ThroughputWindow, title: String, bucketWord: String) -> HTML {
         let series = window.series(now: now).map(Double.init)
         return """
             <section class="card"><h2>\(title)</h2>
             <dl class="stats"><div><dt>finished</dt><dd>\(window.finished)</dd></div>\
             <div><dt>Apple error rate</dt><dd>\(DisplayFormat.percent(window.retried, of: window.finished))</dd></div></dl>
-            \(SVGChart.bars(series, caption: "Jobs finished per \(bucketWord)"))
+            \(SVGChart.bars(series, caption: "Jobs finished per \(bucketWord)", axis: axis(window)))
             \(SVGChart.labelledBars(window.byOutcome.map { ($0.outcome, $0.count) }, caption: "Outcomes"))
             <p class="empty">Apple error rate: the share of finished jobs that met an Apple error, timeout or retryable status before their outcome.</p>
             </section>

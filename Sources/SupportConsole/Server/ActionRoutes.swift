@@ -3,64 +3,113 @@ import HTTP
 import Settlement
 
 extension ConsoleApp {
+    /// Every form answers with a redirect (post/redirect/get): Back and reload never resubmit, and
+    /// the outcome or the refusal is shown inline on the page the form came from, input kept.
     func addActions(to router: inout HTTPRouter) {
         router.post("/alerts/{id}/credit", action { request, params, user, form in
             let id = try alertID(params)
-            let orderID = try form.required("order_id", label: "The order id", maxLength: 200)
-            do {
-                // The same exactly-once ledger write as `alerts credit`; the audit row commits with it.
-                let result = try await desk.credit(alertID: id, orderID: orderID, actor: user.name) { connection, result in
-                    try await audit.insert(on: connection, actor: user.name, action: "credit", target: "alert:\(id)",
-                                           details: ["order_id": orderID, "result": Self.creditOutcome(result)])
+            return try await answer(form, user: user, back: "/alerts", alertID: id, typed: ["order_id", "order_choice"]) {
+                // A typed order id wins over the list of open orders (it is the fallback for one not listed).
+                let orderID = form.text("order_id") == nil && form.text("order_choice") != nil
+                    ? try form.required("order_choice", label: "The order", maxLength: 200)
+                    : try form.required("order_id", label: "The order id", maxLength: 200)
+                do {
+                    // The same exactly-once ledger write as `alerts credit`; the audit row commits with it.
+                    let result = try await desk.credit(alertID: id, orderID: orderID, actor: user.name) { connection, result in
+                        try await audit.insert(on: connection, actor: user.name, action: "credit", target: "alert:\(id)",
+                                               details: ["order_id": orderID, "result": Self.creditOutcome(result)])
+                    }
+                    audit.logLine(actor: user.name, action: "credit", target: "alert:\(id)",
+                                  details: ["order_id": orderID, "result": Self.creditOutcome(result)])
+                    return result == .credited
+                        ? Flash(message: "Alert #\(id): credited to order \(orderID) and resolved.", tone: "ok", alertID: id)
+                        : Flash(message: "Alert #\(id): the payment was already in the ledger; resolved, nothing doubled.", tone: "ok", alertID: id)
+                } catch let refusal as SupportError {
+                    try await audit.record(actor: user.name, action: "credit", target: "alert:\(id)",
+                                           details: ["order_id": orderID, "result": "refused", "reason": refusal.description])
+                    throw ActionRefusal(refusal, alertID: id, verb: "Not credited")
                 }
-                let outcome = Self.creditOutcome(result)
-                audit.logLine(actor: user.name, action: "credit", target: "alert:\(id)", details: ["order_id": orderID, "result": outcome])
-                return Responses.redirect("/alerts" + FormFields.query(["notice": outcome, "alert": String(id)]))
-            } catch let refusal as SupportError {
-                try await audit.record(actor: user.name, action: "credit", target: "alert:\(id)",
-                                       details: ["order_id": orderID, "result": "refused", "reason": refusal.description])
-                throw BadRequest("Not credited: \(refusal.description).", status: refusal == .alertNotFound(id) ? 404 : 409)
             }
         })
         router.post("/alerts/{id}/resolve", action { _, params, user, form in
             let id = try alertID(params)
-            let note = try form.required("note", label: "A note", maxLength: 2000)
-            do {
-                try await desk.resolve(alertID: id, note: "\(note) (by \(user.name))") { connection, _ in
-                    try await audit.insert(on: connection, actor: user.name, action: "resolve", target: "alert:\(id)", details: ["note": note])
+            return try await answer(form, user: user, back: "/alerts", alertID: id, typed: ["note"]) {
+                let note = try form.required("note", label: "A note", maxLength: 2000)
+                do {
+                    try await desk.resolve(alertID: id, note: "\(note) (by \(user.name))") { connection, _ in
+                        try await audit.insert(on: connection, actor: user.name, action: "resolve", target: "alert:\(id)", details: ["note": note])
+                    }
+                } catch let refusal as SupportError {
+                    throw ActionRefusal(refusal, alertID: id, verb: "Not resolved")
                 }
-            } catch let refusal as SupportError {
-                throw BadRequest("Not resolved: \(refusal.description).", status: refusal == .alertNotFound(id) ? 404 : 409)
+                audit.logLine(actor: user.name, action: "resolve", target: "alert:\(id)", details: ["note": note])
+                return Flash(message: "Alert #\(id): resolved.", tone: "ok", alertID: id)
             }
-            audit.logLine(actor: user.name, action: "resolve", target: "alert:\(id)", details: ["note": note])
-            return Responses.redirect("/alerts" + FormFields.query(["notice": "resolved", "alert": String(id)]))
         })
         router.post("/lookup", action { _, _, user, form in
-            let lookup = try requireLookup()
-            let appleOrderID = try appleOrderIDField(form)
-            let transactions = try await lookup.lookUp(appleOrderID: appleOrderID)
-            try await audit.record(actor: user.name, action: "lookup", target: "apple_order:\(appleOrderID)",
-                                   details: ["transactions": String(transactions.count)])
-            return Responses.html(LookupPage(available: true, appleOrderID: appleOrderID, transactions: transactions, notice: nil).render(user))
+            try await answer(form, user: user, back: "/lookup", typed: ["apple_order_id"]) {
+                let lookup = try requireLookup()
+                let appleOrderID = try appleOrderIDField(form)
+                do {
+                    let transactions = try await lookup.lookUp(appleOrderID: appleOrderID)
+                    try await audit.record(actor: user.name, action: "lookup", target: "apple_order:\(appleOrderID)",
+                                           details: ["transactions": String(transactions.count)])
+                    return Flash(message: "Apple returned \(transactions.count) transaction(s) for \(appleOrderID).", tone: "ok",
+                                 fields: ["apple_order_id": appleOrderID], lookup: (appleOrderID, transactions))
+                } catch let failure as OrderLookupError {
+                    // Failed lookups are audited too: who asked Apple about which order, and what came back.
+                    try await audit.record(actor: user.name, action: "lookup", target: "apple_order:\(appleOrderID)",
+                                           details: ["result": "failed", "reason": failure.description])
+                    throw ActionRefusal(failure)
+                }
+            }
         })
         router.post("/lookup/credit", action { _, _, user, form in
-            let lookup = try requireLookup()
-            let appleOrderID = try appleOrderIDField(form)
-            let transactionID = try form.required("transaction_id", label: "The transaction id", maxLength: 64)
-            let userID = try form.required("user_id", label: "The user id", maxLength: 500)
-            let orderID = try form.required("order_id", label: "The order id", maxLength: 200)
-            let target = "transaction:\(transactionID)"
-            let details = ["apple_order_id": appleOrderID, "user_id": userID, "order_id": orderID]
-            let result = try await lookup.credit(appleOrderID: appleOrderID, transactionID: transactionID, userID: userID,
-                                                 orderID: orderID, actor: user.name) { connection, result in
-                try await audit.insert(on: connection, actor: user.name, action: "lookup_credit", target: target,
-                                       details: details.merging(["result": result]) { $1 })
+            try await answer(form, user: user, back: "/lookup", typed: ["apple_order_id", "user_id", "order_id", "transaction_id"]) {
+                let lookup = try requireLookup()
+                let appleOrderID = try appleOrderIDField(form)
+                let transactionID = try form.required("transaction_id", label: "The transaction id", maxLength: 64)
+                let userID = try form.required("user_id", label: "The user id", maxLength: 500)
+                let orderID = try form.required("order_id", label: "The order id", maxLength: 200)
+                let target = "transaction:\(transactionID)"
+                let details = ["apple_order_id": appleOrderID, "user_id": userID, "order_id": orderID]
+                do {
+                    let result = try await lookup.credit(appleOrderID: appleOrderID, transactionID: transactionID, userID: userID,
+                                                         orderID: orderID, actor: user.name) { connection, result in
+                        try await audit.insert(on: connection, actor: user.name, action: "lookup_credit", target: target,
+                                               details: details.merging(["result": result]) { $1 })
+                    }
+                    audit.logLine(actor: user.name, action: "lookup_credit", target: target, details: details.merging(["result": result]) { $1 })
+                    let transactions = try await lookup.lookUp(appleOrderID: appleOrderID)
+                    return Flash(message: "Transaction \(transactionID): \(result).", tone: "ok",
+                                 fields: ["apple_order_id": appleOrderID], lookup: (appleOrderID, transactions))
+                } catch let failure as OrderLookupError {
+                    try await audit.record(actor: user.name, action: "lookup_credit", target: target,
+                                           details: details.merging(["result": "refused", "reason": failure.description]) { $1 })
+                    throw ActionRefusal(failure)
+                }
             }
-            audit.logLine(actor: user.name, action: "lookup_credit", target: target, details: details.merging(["result": result]) { $1 })
-            let transactions = try await lookup.lookUp(appleOrderID: appleOrderID)
-            return Responses.html(LookupPage(available: true, appleOrderID: appleOrderID, transactions: transactions,
-                                             notice: (result, "ok")).render(user))
         })
+    }
+
+    /// Runs a form's work and redirects back to where the form was (its `return_to` field, a path
+    /// on this console) with the outcome, or with the refusal in the right words and the fields as
+    /// typed. Only a failure the person cannot act on (the database) still answers with an error page.
+    private func answer(_ form: FormFields, user: ConsoleUser, back fallback: String, alertID: Int? = nil, typed: [String],
+                        _ work: () async throws -> Flash) async throws -> HTTPResponse {
+        let back = ReturnPath.from(form.text("return_to"), default: fallback)
+        var flash: Flash
+        do {
+            flash = try await work()
+        } catch let refusal as ActionRefusal {
+            flash = Flash(message: refusal.message, tone: "bad", alertID: refusal.alertID ?? alertID)
+            flash.fields = Dictionary(uniqueKeysWithValues: typed.compactMap { name in form.text(name).map { (name, $0) } })
+        } catch let bad as BadRequest where bad.status != 403 {
+            flash = Flash(message: bad.message, tone: "bad", alertID: alertID)
+            flash.fields = Dictionary(uniqueKeysWithValues: typed.compactMap { name in form.text(name).map { (name, $0) } })
+        }
+        let token = flashes.put(flash, owner: user.name)
+        return Responses.redirect(ReturnPath.with(back, flash: token, alertID: flash.alertID))
     }
 
     private static func creditOutcome(_ result: ManualCreditResult) -> String {
@@ -73,7 +122,10 @@ extension ConsoleApp {
     }
 
     private func requireLookup() throws -> any AppleOrderLookup {
-        guard let lookup else { throw BadRequest("Apple order lookup is unavailable on this console.", status: 503) }
+        guard let lookup else {
+            throw ActionRefusal(message: "Apple order lookup is unavailable: this console has no App Store Server API credentials "
+                                + "configured (APPLE_BUNDLE_ID and the APPSTORE_* settings). Ask an operator to set them.")
+        }
         return lookup
     }
 
@@ -81,7 +133,7 @@ extension ConsoleApp {
     private func appleOrderIDField(_ form: FormFields) throws -> String {
         let id = try form.required("apple_order_id", label: "The Apple order id", maxLength: 64)
         guard id.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }) else {
-            throw BadRequest("An Apple order id holds only letters and digits.")
+            throw BadRequest("An Apple order id holds only letters and digits (like MK5TTTVWJH, from the buyer's receipt e-mail).")
         }
         return id
     }

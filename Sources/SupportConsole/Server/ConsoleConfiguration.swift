@@ -24,6 +24,9 @@ public struct ConsoleConfiguration: Sendable {
     public var allowedHosts: Set<String>
     /// The cost of new password hashes; older, cheaper hashes are replaced at the next sign-in.
     public var passwordHasher: PasswordHasher
+    /// Users whose password works for one sign-in only (the demo's printed password): the
+    /// first sign-in clears it, so a password copied from a terminal log opens nothing later.
+    public var oneTimePasswordUsers: Set<String> = []
 
     public init(listen: String, trustedHeader: String? = nil, trustedProxies: Set<String> = [], sessionSeconds: Double = 8 * 3600,
                 idleSeconds: Double = 30 * 60, throttle: LoginThrottle.Limits = .init(), insecureCookies: Bool = false,

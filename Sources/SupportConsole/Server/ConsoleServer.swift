@@ -55,6 +55,8 @@ struct ConsoleApp: Sendable {
     let hashing: PasswordHashing
     /// The exactly-once manual credit `alerts credit` uses.
     let desk: SupportDesk
+    /// Outcomes and refusals of forms, for the page each redirects to.
+    let flashes = FlashStore()
 
     init(configuration: ConsoleConfiguration, client: PostgresClient, registry: MetricsRegistry, logger: Logger,
          lookup: (any AppleOrderLookup)?) {

@@ -19,11 +19,18 @@ struct Gatekeeper: Sendable {
 
     var ssoMode: Bool { configuration.trustedHeader != nil }
 
+    /// The sign-in form, remembering the page a GET was going to so sign-in lands there.
+    static func signInPath(returningTo request: HTTPRequest) -> String {
+        let target = request.path + (request.query.map { $0.isEmpty ? "" : "?" + $0 } ?? "")
+        guard request.method == "GET", target != "/" else { return "/login" }
+        return "/login" + FormFields.query(["next": target])
+    }
+
     func check(_ request: HTTPRequest) async throws -> Verdict {
         let cookie = Cookies.parse(request.header("Cookie"))[configuration.cookies.session]
         let fromSession = try await cookie.asyncMap { try await sessions.user(for: $0) } ?? nil
         guard let header = configuration.trustedHeader else {
-            guard let user = fromSession else { return .refused(Responses.redirect("/login")) }
+            guard let user = fromSession else { return .refused(Responses.redirect(Self.signInPath(returningTo: request))) }
             return .allowed(user, setCookies: [])
         }
         // SSO: the header counts only from a trusted proxy; anyone else could set it.

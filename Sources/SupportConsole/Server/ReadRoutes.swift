@@ -15,7 +15,9 @@ extension ConsoleApp {
             async let alerts = AlertStatistics.openByKind(client)
             async let hour = ThroughputStore(client: client).lastHour()
             async let day = ThroughputStore(client: client).lastDay()
-            let page = OverviewPage(queue: try await queue, openAlerts: try await alerts, hour: try await hour, day: try await day, now: Date())
+            async let creditedSince = CreditedSince.count(client)
+            let page = OverviewPage(queue: try await queue, openAlerts: try await alerts, hour: try await hour, day: try await day, now: Date(),
+                                    creditedSince: try await creditedSince)
             return Responses.html(page.render(user))
         })
         router.get("/jobs", readable { _, _, user, form in
@@ -30,19 +32,31 @@ extension ConsoleApp {
             }
             return Responses.html(JobPage(detail: detail).render(user))
         })
-        router.get("/users", readable { _, _, user, form in
+        router.get("/users", readable { request, _, user, form in
             let userID = try form.required("id", label: "A user id", maxLength: 500)
-            return Responses.html(UserPage(activity: try await UserActivityStore(client: client).load(userID)).render(user))
+            let activity = try await UserActivityStore(client: client).load(userID, jobsBefore: try form.cursor("jobs_before"))
+            let openOrders = try await OpenOrders.load(client, for: activity.alerts)
+            return Responses.html(UserPage(activity: activity, context: formContext(request, form, user: user), openOrders: openOrders).render(user))
         })
-        router.get("/alerts", readable { _, _, user, form in
+        router.get("/find", readable { _, _, user, form in
+            let text = try form.required("q", label: "What to find", maxLength: 500).trimmingCharacters(in: .whitespaces)
+            let matches = try await ConsoleFind(client: client).find(text)
+            // One match: straight there, as a search engine's "I'm feeling lucky".
+            if matches.count == 1 { return Responses.redirect(matches[0].href) }
+            return Responses.html(FindPage(text: text, matches: matches).render(user), status: matches.isEmpty ? 404 : 200)
+        })
+        router.get("/alerts", readable { request, _, user, form in
             let cursors = (open: try form.cursor("open_before"), resolved: try form.cursor("resolved_before"))
             let board = AlertBoard(client: client)
             // Paging through resolved alerts keeps the open ones in view only on the first page.
             let none: (alerts: [AlertRow], hasMore: Bool) = ([], false)
-            let open = cursors.resolved == nil ? try await board.page(state: "open", before: cursors.open) : none
-            let resolved = cursors.open == nil ? try await board.page(state: "resolved", before: cursors.resolved) : none
-            let page = AlertsPage(open: open.alerts, openHasMore: open.hasMore, resolved: resolved.alerts, resolvedHasMore: resolved.hasMore,
-                                  cursors: cursors, notice: try AlertNotice.text(form))
+            let kind = form.text("kind")
+            if let kind, !Explanations.alertKinds.keys.contains(kind) { throw BadRequest("Unknown alert kind.") }
+            let open = cursors.resolved == nil ? try await board.page(state: "open", before: cursors.open, kind: kind) : none
+            let resolved = cursors.open == nil ? try await board.page(state: "resolved", before: cursors.resolved, kind: kind) : none
+            let page = AlertsPage(kind: kind, open: open.alerts, openHasMore: open.hasMore, resolved: resolved.alerts, resolvedHasMore: resolved.hasMore,
+                                  cursors: cursors, context: formContext(request, form, user: user),
+                                  openOrders: try await OpenOrders.load(client, for: open.alerts))
             return Responses.html(page.render(user))
         })
         router.get("/audit", readable { _, _, user, form in
@@ -50,23 +64,17 @@ extension ConsoleApp {
             let entries = try await audit.page(before: before ?? Int.max, limit: 101)
             return Responses.html(AuditPage(entries: Array(entries.prefix(100)), hasMore: entries.count > 100, before: before).render(user))
         })
-        router.get("/lookup", supportPage { _, _, user, _ in
-            Responses.html(LookupPage(available: lookup != nil, appleOrderID: nil, transactions: [], notice: nil).render(user))
+        router.get("/lookup", supportPage { request, _, user, form in
+            // A lookup's POST leaves its results (or its failure) here; the find box hands an
+            // unknown id over typed in but not yet sent to Apple.
+            let context = formContext(request, form, user: user)
+            let result = context.flash?.lookup
+            let typed = context.flash?.fields["apple_order_id"] ?? form.text("apple_order_id")
+            let expired = form.text("flash") != nil && context.flash == nil
+            let notice = expired ? (text: "That result has expired; look the order id up again.", tone: "bad")
+                : context.flash.map { (text: $0.message, tone: $0.tone) }
+            return Responses.html(LookupPage(available: lookup != nil, appleOrderID: result?.appleOrderID, typed: typed,
+                                             transactions: result?.transactions ?? [], notice: notice).render(user))
         })
-    }
-}
-
-/// What the alerts page says after an action: a fixed sentence chosen by a code in the
-/// redirect, so a crafted link cannot put words of its own on the page.
-enum AlertNotice {
-    static func text(_ form: FormFields) throws -> (text: String, tone: String)? {
-        guard let code = form.text("notice") else { return nil }
-        let id = try form.cursor("alert").map { "#\($0)" } ?? ""
-        switch code {
-        case "credited": return ("Alert \(id): credited to the order and resolved.", "ok")
-        case "already_credited": return ("Alert \(id): the payment was already in the ledger; resolved, nothing doubled.", "ok")
-        case "resolved": return ("Alert \(id): resolved.", "ok")
-        default: return nil
-        }
     }
 }

@@ -62,12 +62,20 @@ extension ConsoleApp {
                 response.headers += cookies.headers.filter { $0.name == "Set-Cookie" }
                 return response
             } catch let bad as BadRequest {
-                return Responses.html(MessagePage.render(title: bad.status == 403 ? "Refused" : "Bad request", message: bad.message,
-                                                         user: user), status: bad.status)
+                return Responses.html(MessagePage.render(title: MessagePage.title(status: bad.status), message: bad.message,
+                                                         user: user, back: request.header("Referer")), status: bad.status)
+            } catch let refusal as ActionRefusal {
+                return Responses.html(MessagePage.render(title: "Not done", message: refusal.message, user: user), status: 409)
+            } catch let database as PostgresError {
+                logger.error("console_failure", ["path": .string(request.path), "error": .error(database)])
+                return Responses.html(MessagePage.render(title: "Database unavailable",
+                    message: "The database did not answer; nothing was changed. Try again in a moment.", user: user), status: 503)
             } catch {
+                // Not the database: say so, or support escalates to the wrong team.
                 logger.error("console_failure", ["path": .string(request.path), "error": .error(error)])
-                return Responses.html(MessagePage.render(title: "Unavailable",
-                    message: "The database did not answer; try again in a moment.", user: user), status: 503)
+                return Responses.html(MessagePage.render(title: "Something failed",
+                    message: "The console failed unexpectedly (logged as console_failure); nothing is known to have changed. "
+                        + "Tell the on-call engineer the time and this page's address.", user: user), status: 500)
             }
         }
     }

@@ -3,10 +3,11 @@ import HTTP
 
 extension ConsoleApp {
     func addSignIn(to router: inout HTTPRouter) {
-        router.get("/login") { _, _ in
+        router.get("/login") { request, _ in
             if gatekeeper.ssoMode { return Responses.redirect("/") }
             let token = Hex.random(bytes: 32)
-            return Responses.html(LoginPage.render(csrf: token, message: nil), cookies: [loginCSRFCookie(token, maxAge: 3600)])
+            let next = FormFields(request.query ?? "").flatMap { Self.landing($0.text("next")) }
+            return Responses.html(LoginPage.render(csrf: token, message: nil, next: next), cookies: [loginCSRFCookie(token, maxAge: 3600)])
         }
         router.post("/login") { request, _ in
             do {
@@ -28,19 +29,23 @@ extension ConsoleApp {
     private func signIn(_ request: HTTPRequest) async throws -> HTTPResponse {
         guard !gatekeeper.ssoMode else { return Responses.redirect("/") }
         let address = ClientAddress.of(request, trustedProxies: configuration.trustedProxies)
-        guard let form = FormFields(String(decoding: request.body, as: UTF8.self)),
-              let name = form.text("user"), name.count <= 200, let password = form["password"], !password.isEmpty else {
-            return retry(message: "Enter a user name and a password.", status: 400)
+        guard let form = FormFields(String(decoding: request.body, as: UTF8.self)) else {
+            return retry(message: "Enter a user name and a password.", status: 400, next: nil)
+        }
+        let next = Self.landing(form.text("next"))
+        let retry = { (message: String, status: Int) in self.retry(message: message, status: status, next: next) }
+        guard let name = form.text("user"), name.count <= 200, let password = form["password"], !password.isEmpty else {
+            return retry("Enter a user name and a password.", 400)
         }
         // Double-submit: the form's token must equal the cookie set with the form.
         guard let cookie = Cookies.parse(request.header("Cookie"))[configuration.cookies.loginCSRF], Gatekeeper.tokensMatch(form["csrf"], cookie) else {
-            return retry(message: "The sign-in form expired; please try again.", status: 403)
+            return retry("The sign-in form expired; please try again.", 403)
         }
         // Counted before the password is checked, so parallel guesses cannot all pass together.
         if let wait = try await throttle.reserve(user: name, address: address) {
             try await audit.record(actor: name, action: "login_failed", target: nil, details: ["reason": "rate limited", "address": address])
             let seconds = Int(wait.rounded(.up))
-            var response = retry(message: "Too many failed sign-ins; try again in \(seconds) second\(seconds == 1 ? "" : "s").", status: 429)
+            var response = retry("Too many failed sign-ins; try again in \(seconds) second\(seconds == 1 ? "" : "s").", 429)
             response.headers.append(("Retry-After", String(seconds)))
             return response
         }
@@ -48,22 +53,31 @@ extension ConsoleApp {
         do {
             checked = try await users.checkPassword(name: name, password: password, hashing: hashing)
         } catch let busy as PasswordHashingBusy {
-            return retry(message: "Too many sign-ins at once (\(busy)).", status: 503)
+            return retry("Too many sign-ins at once (\(busy)).", 503)
         }
-        guard let role = checked else {
+        let spent = checked == nil || !configuration.oneTimePasswordUsers.contains(name) ? true
+            : try await users.spendOneTimePassword(name: name)
+        guard let role = checked, spent else {
             try await audit.record(actor: name, action: "login_failed", target: nil, details: ["reason": "wrong user or password", "address": address])
-            return retry(message: "Wrong user name or password.", status: 401)
+            return retry("Wrong user name or password.", 401)
         }
         try await throttle.succeeded(user: name, address: address)
         let token = try await sessions.create(for: name)
         try await audit.record(actor: name, action: "login", target: nil, details: ["method": "password", "role": role.rawValue, "address": address])
-        return Responses.redirect("/", cookies: [gatekeeper.sessionCookie(token), loginCSRFCookie("", maxAge: 0)])
+        // Back to the page the person was going to when the sign-in form interrupted them.
+        return Responses.redirect(next ?? "/", cookies: [gatekeeper.sessionCookie(token), loginCSRFCookie("", maxAge: 0)])
     }
 
     /// The form again with a fresh token and the reason.
-    private func retry(message: String, status: Int) -> HTTPResponse {
+    private func retry(message: String, status: Int, next: String?) -> HTTPResponse {
         let token = Hex.random(bytes: 32)
-        return Responses.html(LoginPage.render(csrf: token, message: message), status: status, cookies: [loginCSRFCookie(token, maxAge: 3600)])
+        return Responses.html(LoginPage.render(csrf: token, message: message, next: next), status: status, cookies: [loginCSRFCookie(token, maxAge: 3600)])
+    }
+
+    /// A page of this console to land on after signing in; never the sign-in form itself.
+    private static func landing(_ next: String?) -> String? {
+        let path = ReturnPath.from(next, default: "/")
+        return path == "/" || path.hasPrefix("/login") || path.hasPrefix("/logout") ? nil : path
     }
 
     private func loginCSRFCookie(_ token: String, maxAge: Int) -> String {

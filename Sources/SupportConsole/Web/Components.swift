@@ -26,15 +26,40 @@ enum Components {
         return "<a href=\"/jobs\(FormFields.query(["q": text]))\">\(text)</a>"
     }
 
-    static func badge(_ word: String?) -> HTML {
+    /// A job's state and outcome; a paid_not_credited job whose payment is in the ledger now reads
+    /// as credited (with what it was in the tooltip), not as red attention.
+    static func jobStatus(_ job: JobSummary) -> (state: HTML, outcome: HTML) {
+        guard job.creditedSince else { return (badge(job.state), badge(job.outcome)) }
+        let was = "Was \(job.state) / \(job.outcome ?? "–"); every transaction of this job is in the ledger now."
+        return ("<span class=\"badge ok\" title=\"\(was)\">resolved</span>", "<span class=\"badge ok\" title=\"\(was)\">credited since</span>")
+    }
+
+    /// "What these words mean" for the words a page shows, each with what to do: a disclosure
+    /// so the meaning is one tap away on a phone, where tooltips do not exist.
+    static func legend(_ words: [String?], open: Bool = false, meaning: (String) -> String? = Explanations.word) -> HTML {
+        var seen: Set<String> = []
+        let entries = words.compactMap { $0 }.filter { seen.insert($0).inserted }.compactMap { word -> HTML? in
+            meaning(word).map { "<dt>\(word)</dt><dd>\($0)</dd>" }
+        }
+        guard !entries.isEmpty else { return "" }
+        return "<details class=\"legend\"\(HTML(trusted: open ? " open" : ""))><summary>What these words mean</summary><dl class=\"facts\">\(entries)</dl></details>"
+    }
+
+    /// `quiet` drops the colour: an alert kind of a resolved alert is history, not trouble.
+    static func badge(_ word: String?, quiet: Bool = false, meaning: (String) -> String? = Explanations.word) -> HTML {
         guard let word else { return "–" }
-        let tone = switch word {
+        let tone = quiet ? "neutral" : tone(of: word)
+        let title: HTML = meaning(word).map { " title=\"\($0)\"" } ?? ""
+        return "<span class=\"badge \(tone)\"\(title)>\(word)</span>"
+    }
+
+    private static func tone(of word: String) -> String {
+        switch word {
         case "done", "credited", "already_credited", "restored", "acknowledged", "consumption_sent", "resolved": "ok"
         case "attention", "paid_not_credited", "config_error", "consumption_failed", "open", "receipt_replay", "stuck_verification": "bad"
         case "failed", "timed_out", "retrying", "replayed", "revoked": "warn"
         default: "neutral"
         }
-        return "<span class=\"badge \(tone)\">\(word)</span>"
     }
 
     static func csrfField(_ user: ConsoleUser) -> HTML {

@@ -9,6 +9,11 @@ enum DisplayFormat {
         return String(PostgresTimestamp.format(date).prefix(19)) + " UTC"
     }
 
+    /// "14:05", the clock time (UTC) of a chart's axis.
+    static func clock(_ date: Date) -> String {
+        String(PostgresTimestamp.format(date).dropFirst(11).prefix(5))
+    }
+
     /// "42 s", "3 min 12 s", "2 h 5 min", "3 d 4 h".
     static func age(_ seconds: Double) -> String {
         let s = Int(max(0, seconds).rounded())

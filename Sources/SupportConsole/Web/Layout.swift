@@ -14,6 +14,9 @@ enum Layout {
         let header: HTML = user.map { user in
             """
             <header class="top"><a class="brand" href="/">receipt-worker support</a><nav>\(navigation)</nav>\
+            <form class="find" method="get" action="/find" role="search"><input type="search" name="q" required \
+            placeholder="user, order, transaction, job #" aria-label="Find a user id, order id, Apple transaction or order id, or job id">\
+            <button type="submit">Find</button></form>\
             <div class="who"><span>\(user.name) · \(user.role.rawValue)</span>\
             <form method="post" action="/logout">\(Components.csrfField(user))<button type="submit">Sign out</button></form></div></header>
             """
@@ -24,7 +27,7 @@ enum Layout {
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">\
             <title>\(title) · receipt-worker support</title><link rel="stylesheet" href="/static/console.css">\
             <script src="/static/console.js" defer></script></head>
-            <body\(refresh)>\(header)<main><h1>\(title)</h1>\(content)</main></body></html>
+            <body\(refresh)><a class="skip" href="#main">Skip to content</a>\(header)<main id="main" tabindex="-1"><h1>\(title)</h1>\(content)</main></body></html>
             """
     }
 }

@@ -6,7 +6,10 @@ enum SVGChart {
     static let width = 600.0
 
     /// Vertical bars, oldest left; `caption` is the accessible name and the hover title.
-    static func bars(_ values: [Double], height: Double = 110, caption: String, unit: String = "", tone: String = "bar") -> HTML {
+    /// `axis`: time labels spread evenly under the bars, drawn as HTML so they stay readable when
+    /// the chart is squeezed onto a phone (SVG text would shrink with the drawing).
+    static func bars(_ values: [Double], height: Double = 110, caption: String, unit: String = "", tone: String = "bar",
+                     axis: [String] = []) -> HTML {
         let top = max(values.max() ?? 0, 1)
         let slot = width / Double(max(values.count, 1))
         let bars = values.enumerated().map { index, value -> HTML in
@@ -20,29 +23,23 @@ enum SVGChart {
         return """
             <figure class="chart"><svg viewBox="0 0 \(number(width)) \(number(height))" role="img" aria-label="\(caption)" preserveAspectRatio="none">\
             <line class="axis" x1="0" y1="\(number(height - 0.5))" x2="\(number(width))" y2="\(number(height - 0.5))"></line>\(bars)\
-            <text class="peak" x="2" y="10">max \(number(top))\(unit)</text></svg><figcaption>\(caption)</figcaption></figure>
+            </svg><div class="axis-labels" aria-hidden="true">\(axis.map { label -> HTML in "<span>\(label)</span>" })</div>\
+            <figcaption>\(caption) (UTC; highest \(number(top))\(unit))</figcaption></figure>
             """
     }
 
-    /// Horizontal bars with labels, largest first (outcomes).
+    /// Horizontal bars with labels, largest first (outcomes): HTML with a `<meter>` per row, not
+    /// SVG text, so the labels keep the page's font size on a phone (SVG text shrank to 6–8 px).
     static func labelledBars(_ items: [(label: String, value: Int)], caption: String) -> HTML {
         guard !items.isEmpty else { return "<p class=\"empty\">No finished jobs in this window.</p>" }
-        let row = 22.0, labelWidth = 170.0
-        let top = Double(max(items.map(\.value).max() ?? 1, 1))
-        let height = row * Double(items.count)
-        let rows = items.enumerated().map { index, item -> HTML in
-            let y = Double(index) * row
-            let w = max((Double(item.value) / top * (width - labelWidth - 70)).rounded(), 1)
-            return """
-                <text class="label" x="0" y="\(number(y + 15))">\(item.label)</text>\
-                <rect class="bar \(tone(item.label))" x="\(number(labelWidth))" y="\(number(y + 4))" width="\(number(w))" height="14"></rect>\
-                <text class="value" x="\(number(labelWidth + w + 6))" y="\(number(y + 15))">\(item.value)</text>
-                """
-        }
-        return """
-            <figure class="chart"><svg viewBox="0 0 \(number(width)) \(number(height))" role="img" aria-label="\(caption)">\(rows)</svg>\
-            <figcaption>\(caption)</figcaption></figure>
+        let top = max(items.map(\.value).max() ?? 1, 1)
+        let rows = items.map { item -> HTML in
             """
+            <li><span class="label">\(Components.badge(item.label))</span>\
+            <meter class="\(tone(item.label))" min="0" max="\(top)" value="\(item.value)"></meter><span class="value">\(item.value)</span></li>
+            """
+        }
+        return "<figure class=\"chart\"><ul class=\"hbars\" aria-label=\"\(caption)\">\(rows)</ul><figcaption>\(caption)</figcaption></figure>"
     }
 
     private static func tone(_ outcome: String) -> String {

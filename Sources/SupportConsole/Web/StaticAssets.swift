@@ -15,12 +15,20 @@ enum StaticAssets {
         header.top nav a[aria-current="page"] { text-decoration: underline; text-underline-offset: .3em; }
         header.top .who { margin-left: auto; display: flex; align-items: center; gap: .5rem; font-size: .9rem; color: #cfd6e0; }
         header.top .who button { background: transparent; color: #fff; border: 1px solid #8893a3; border-radius: 4px; padding: .15rem .5rem; cursor: pointer; }
+        header.top form.find { display: flex; gap: .35rem; flex: 1 1 14rem; max-width: 26rem; }
+        header.top form.find input { flex: 1 1 auto; }
+        header.top form.find button { background: transparent; border-color: #8893a3; }
         main { max-width: 1200px; margin: 0 auto; padding: 1rem; }
         h1 { font-size: 1.35rem; margin: .3rem 0 1rem; }
         h2 { font-size: 1.05rem; margin: 1.5rem 0 .5rem; }
         section.card, form.card { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: .9rem 1rem; margin-bottom: 1rem; }
         .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(260px, 1fr)); gap: 1rem; }
         .stats { display: grid; grid-template-columns: repeat(auto-fit, minmax(130px, 1fr)); gap: .5rem; margin: 0; }
+        /* The tile's link covers the whole tile: one 44 px+ target per state or alert kind. */
+        .stats div.tile { position: relative; min-height: 44px; }
+        .stats div.tile a::after { content: ""; position: absolute; inset: 0; }
+        .stats div.tile:hover, .stats div.tile:focus-within { outline: 2px solid var(--accent); }
+        .axis-labels { display: flex; justify-content: space-between; font-size: .8rem; color: var(--muted); margin-top: .15rem; }
         .stats div { background: var(--wash); border-radius: 6px; padding: .4rem .6rem; }
         .stats dt { font-size: .8rem; color: var(--muted); }
         .stats dd { margin: 0; font-size: 1.2rem; font-weight: 600; }
@@ -36,6 +44,12 @@ enum StaticAssets {
         .badge.bad { background: #fbe2e0; color: var(--bad); }
         .notice { padding: .55rem .8rem; border-radius: 6px; background: #dff3e7; color: var(--ok); }
         .notice.bad { background: #fbe2e0; color: var(--bad); }
+        .notice.inline-error { margin: .2rem 0; font-size: .9rem; }
+        .note, .why { color: var(--muted); font-size: .85rem; }
+        .why.block { display: block; }
+        label.check { color: var(--ink); }
+        details.legend { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: .5rem .9rem; margin-bottom: .8rem; }
+        details.legend summary { cursor: pointer; min-height: 44px; display: flex; align-items: center; }
         .empty { color: var(--muted); font-style: italic; }
         form.inline { display: flex; flex-wrap: wrap; gap: .35rem; align-items: center; margin: .2rem 0; }
         form.search { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; }
@@ -54,6 +68,24 @@ enum StaticAssets {
         figure.chart figcaption { font-size: .8rem; color: var(--muted); }
         svg .bar { fill: var(--accent); } svg .bar.ok { fill: var(--ok); } svg .bar.warn { fill: var(--warn); } svg .bar.bad, svg .errbar { fill: var(--bad); }
         svg .axis { stroke: #b9c2ce; } svg text { font-size: 12px; fill: var(--ink); } svg .peak { fill: var(--muted); font-size: 10px; }
+        ul.hbars { list-style: none; margin: 0; padding: 0; }
+        ul.hbars li { display: grid; grid-template-columns: minmax(8rem, max-content) 1fr 3.5rem; gap: .5rem; align-items: center; padding: .15rem 0; }
+        ul.hbars meter { width: 100%; height: 1rem; }
+        ul.hbars .value { text-align: right; font-variant-numeric: tabular-nums; }
+        .skip { position: absolute; left: -999px; top: 0; background: #fff; color: var(--accent); padding: .6rem 1rem; z-index: 10; }
+        .skip:focus { left: .5rem; top: .5rem; }
+        main:focus { outline: none; }
+        td .badge, dd .badge { justify-self: start; }
+        /* Touch targets of at least 44 px (WCAG 2.5.5) wherever a finger does the pointing. */
+        @media (pointer: coarse), (max-width: 640px) {
+            button, input[type=text], input[type=search], input[type=password], select, summary { min-height: 44px; }
+            header.top nav a, .pager a, header.top .brand { display: inline-flex; align-items: center; min-height: 44px; }
+            td a, dd a, .filter a, .next-steps a { display: inline-flex; align-items: center; min-height: 44px; }
+            label.check input { width: 24px; height: 24px; }
+            label.check { min-height: 44px; }
+            form.inline input[type=text] { flex: 1 1 12rem; }
+            header.top form.find { max-width: none; }
+        }
         .login { max-width: 22rem; margin: 12vh auto; }
         .login label { display: flex; flex-direction: column; align-items: stretch; margin-bottom: .7rem; }
         @media (max-width: 640px) {
@@ -71,7 +103,8 @@ enum StaticAssets {
         """
 
     /// Progressive only: every page works without it. Reloads the overview every 30 s while the
-    /// tab is visible, and asks before a credit (money moves).
+    /// tab is visible, reloads a page Back restored from the browser's cache, and asks before a
+    /// credit (money moves).
     static let script = """
         (function () {
           document.documentElement.classList.add('js');
@@ -79,9 +112,20 @@ enum StaticAssets {
           if (seconds > 0) {
             setInterval(function () { if (!document.hidden) { window.location.reload(); } }, seconds * 1000);
           }
+          // A page restored from the back/forward cache is a snapshot: after a credit it would still
+          // show the alert open with a live Credit button. Reload it from the server instead.
+          window.addEventListener('pageshow', function (event) { if (event.persisted) { window.location.reload(); } });
           document.addEventListener('submit', function (event) {
             var form = event.target;
             var question = form.getAttribute('data-confirm');
+            if (form.hasAttribute('data-confirm-credit')) {
+              // Name the order actually chosen: the typed one, else the one selected.
+              var typed = form.querySelector('input[name=order_id]');
+              var chosen = form.querySelector('select[name=order_choice]');
+              var order = (typed && typed.value.trim()) || (chosen && chosen.value) || '?';
+              question = 'Credit ' + form.getAttribute('data-product') + ' (Apple transaction ' + form.getAttribute('data-transaction') +
+                ') of user ' + form.getAttribute('data-user') + ' to order ' + order + '?';
+            }
             if (question && !window.confirm(question)) { event.preventDefault(); }
           });
         })();

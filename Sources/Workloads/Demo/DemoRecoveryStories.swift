@@ -32,15 +32,7 @@ struct DemoRecoveryStories {
         _ = try simulator.start()
         let logger = logger.withMinimumLevel(.error)
         let metrics = SettlementMetrics(registry: MetricsRegistry())
-        let api = try AppStoreServerAPIClient(
-            configuration: AppStoreServerAPIConfiguration(
-                productionURL: simulator.baseURL, sandboxURL: simulator.baseURL.appendingPathComponent("sandbox"),
-                issuerID: SimServerAPI.defaultIssuerID, keyID: SimServerAPI.defaultKeyID, bundleID: DemoTour.bundleID,
-                privateKey: simulator.serverAPI.apiPrivateKey),
-            limiter: PostgresRateLimiter(client: client, limit: AppStoreRateLimit()))
-        let signedData = try StoreKitSignedDataVerifier(
-            configuration: StoreKitVerifierConfiguration(bundleID: DemoTour.bundleID, appAppleID: DemoTour.appAppleID),
-            trustedRoots: [simulator.serverAPI.signingChain.root])
+        let (api, signedData) = try Self.serverAPI(simulator, client: client)
         let handler = AppleJobHandler(
             receipts: try AppleReceiptClient(configuration: ReceiptVerifierConfiguration(
                 productionURL: simulator.productionURL, sandboxURL: simulator.sandboxURL, sharedSecret: nil, allowSandbox: false,
@@ -128,6 +120,21 @@ struct DemoRecoveryStories {
                                           userID: "pia", orderID: "order-pia-1", actor: "demo")
         let ok = result == .credited(orderID: "order-pia-1") && again == .alreadyCredited(orderID: "order-pia-1")
         return [ok ? "ok" : "MISMATCH", "support lookup by Apple order id MQ7DEMO123", "pia", "credited once (asked twice)"]
+    }
+
+    /// The App Store Server API client and the signed-data verifier for one apple-sim, as a worker
+    /// configured with APPSTORE_* would have them (also the demo console's order lookup).
+    static func serverAPI(_ simulator: AppleSimulator, client: PostgresClient) throws -> (AppStoreServerAPIClient, StoreKitSignedDataVerifier) {
+        let api = try AppStoreServerAPIClient(
+            configuration: AppStoreServerAPIConfiguration(
+                productionURL: simulator.baseURL, sandboxURL: simulator.baseURL.appendingPathComponent("sandbox"),
+                issuerID: SimServerAPI.defaultIssuerID, keyID: SimServerAPI.defaultKeyID, bundleID: DemoTour.bundleID,
+                privateKey: simulator.serverAPI.apiPrivateKey),
+            limiter: PostgresRateLimiter(client: client, limit: AppStoreRateLimit()))
+        let signedData = try StoreKitSignedDataVerifier(
+            configuration: StoreKitVerifierConfiguration(bundleID: DemoTour.bundleID, appAppleID: DemoTour.appAppleID),
+            trustedRoots: [simulator.serverAPI.signingChain.root])
+        return (api, signedData)
     }
 
     private func payload(_ id: String, token: UUID?) -> JWSTransactionPayload {

@@ -1,0 +1,79 @@
+import Postgres
+
+/// What the header's "find" box found: each thing the text names, with the page that shows it.
+public struct FindMatch: Sendable, Equatable {
+    public enum Kind: String, Sendable { case job, user, order, transaction }
+    public let kind: Kind
+    public let key: String
+    public let userID: String?
+    public let href: String
+}
+
+/// The one "find" box (SPEC 10): the text may be a job id (`#6` too), a user id, an order id, an
+/// Apple transaction or original transaction id — support rarely knows which the buyer sent —
+/// so each is tried against jobs, the ledger, the orders and the alerts, each on its own index.
+struct ConsoleFind: Sendable {
+    let client: PostgresClient
+
+    static let jobSQL = "SELECT id, user_id FROM iap.jobs WHERE id = $1"
+    /// A user exists when anything names them; each arm stops at its index's first entry.
+    static let userSQL = """
+        SELECT EXISTS (SELECT 1 FROM iap.jobs WHERE user_id = $1) OR EXISTS (SELECT 1 FROM iap.credits WHERE user_id = $1)
+            OR EXISTS (SELECT 1 FROM iap.orders WHERE user_id = $1) OR EXISTS (SELECT 1 FROM iap.alerts WHERE user_id = $1)
+        """
+    static let ordersSQL = "SELECT order_id, user_id, transaction_id FROM iap.orders WHERE order_id = $1 OR transaction_id = $1 LIMIT 20"
+    static let ledgerSQL = """
+        SELECT transaction_id, order_id, user_id, job_id FROM iap.credits
+        WHERE transaction_id = $1 OR original_transaction_id = $1 OR order_id = $1 LIMIT 20
+        """
+    static let alertsSQL = "SELECT transaction_id, order_id, user_id, job_id FROM iap.alerts WHERE transaction_id = $1 OR order_id = $1 LIMIT 20"
+    /// Jobs that still carry the order id themselves (a pending job before any ledger row).
+    static let jobsByOrderSQL = "SELECT id, user_id FROM iap.jobs WHERE order_id = $1 ORDER BY id DESC LIMIT 2"
+
+    /// `#6` and `6` both mean job 6; anything else is looked up as typed.
+    static func jobID(_ text: String) -> Int? {
+        let digits = text.hasPrefix("#") ? String(text.dropFirst()) : text
+        guard let id = Int(digits), id > 0 else { return nil }
+        return id
+    }
+
+    func find(_ text: String) async throws -> [FindMatch] {
+        var matches: [FindMatch] = []
+        func add(_ match: FindMatch) { if !matches.contains(where: { $0.kind == match.kind && $0.key == match.key }) { matches.append(match) } }
+        if let id = Self.jobID(text), let row = try await client.query(Self.jobSQL, [id]).first {
+            add(FindMatch(kind: .job, key: "#\(id)", userID: try row.decode(at: 1), href: "/jobs/\(id)"))
+        }
+        if text.hasPrefix("#") { return matches }
+        if try await client.query(Self.userSQL, [text])[0].decode(Bool.self, at: 0) {
+            add(FindMatch(kind: .user, key: text, userID: text, href: Self.userHref(text)))
+        }
+        // A transaction leads to the job that credited it (or raised its alert), else its buyer;
+        // an order leads to its buyer's page, where its orders, ledger and alerts are together.
+        for row in Array(try await client.query(Self.ledgerSQL, [text])) + Array(try await client.query(Self.alertsSQL, [text])) {
+            let transaction: String? = try row.decode(at: 0)
+            let order: String? = try row.decode(at: 1)
+            let user: String? = try row.decode(at: 2)
+            let job: Int? = try row.decode(at: 3)
+            if order == text, let user { add(FindMatch(kind: .order, key: text, userID: user, href: Self.userHref(user))) }
+            else if let transaction {
+                add(FindMatch(kind: .transaction, key: transaction, userID: user,
+                              href: job.map { "/jobs/\($0)" } ?? user.map(Self.userHref) ?? "/jobs\(FormFields.query(["q": text]))"))
+            }
+        }
+        for row in try await client.query(Self.ordersSQL, [text]) {
+            let order: String = try row.decode(at: 0)
+            let user: String = try row.decode(at: 1)
+            if order == text { add(FindMatch(kind: .order, key: order, userID: user, href: Self.userHref(user))) }
+            else if !matches.contains(where: { $0.kind == .transaction }) {
+                add(FindMatch(kind: .transaction, key: text, userID: user, href: Self.userHref(user)))
+            }
+        }
+        if !matches.contains(where: { $0.kind == .order }), let row = try await client.query(Self.jobsByOrderSQL, [text]).first {
+            let user: String? = try row.decode(at: 1)
+            add(FindMatch(kind: .order, key: text, userID: user, href: "/jobs\(FormFields.query(["q": text]))"))
+        }
+        return matches
+    }
+
+    static func userHref(_ user: String) -> String { "/users\(FormFields.query(["id": user]))" }
+}

@@ -1,0 +1,19 @@
+import Postgres
+
+/// How many `attention` jobs were paid_not_credited but are in the ledger now: the overview says
+/// so under its attention count (which comes from the queue's own statistics and keeps them).
+enum CreditedSince {
+    static let limit = 10_000
+    /// On the jobs_attention partial index; each transaction by the ledger's primary key.
+    static let countSQL = """
+        SELECT count(*) FROM (SELECT 1 FROM iap.jobs
+            WHERE state = 'attention' AND outcome = 'paid_not_credited' AND cardinality(transaction_ids) > 0 AND NOT EXISTS (
+                SELECT 1 FROM unnest(transaction_ids) AS job_transaction(transaction_id)
+                WHERE NOT EXISTS (SELECT 1 FROM iap.credits WHERE credits.transaction_id = job_transaction.transaction_id))
+            LIMIT $1) AS credited
+        """
+
+    static func count(_ client: PostgresClient) async throws -> Int {
+        try await client.query(countSQL, [limit])[0].decode(Int.self, at: 0)
+    }
+}

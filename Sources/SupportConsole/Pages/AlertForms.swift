@@ -1,0 +1,64 @@
+/// An open alert's actions for the support role: credit to one of the buyer's open orders for
+/// the product (or a typed order id), and resolve with a note. Both come back to this page.
+struct AlertForms {
+    let alert: AlertRow
+    let user: ConsoleUser
+    let context: FormContext
+    let openOrders: [OpenOrders.Order]
+
+    func render() -> HTML {
+        "\(refusal)\(alert.isCreditable ? credit : "")\(resolve)"
+    }
+
+    private var back: HTML { "<input type=\"hidden\" name=\"return_to\" value=\"\(context.returnTo)\">" }
+
+    private var refusal: HTML {
+        guard let flash = context.flash, flash.tone == "bad", flash.alertID == alert.id else { return "" }
+        return "<p class=\"notice bad inline-error\" role=\"alert\">\(flash.message)</p>"
+    }
+
+    /// The confirm (console.js) names the user, product, transaction and the order chosen at submit
+    /// time; without JavaScript the chosen order is the one in the form, as shown.
+    private var credit: HTML {
+        let typed = context.typed("order_id", alertID: alert.id)
+        let choice: HTML
+        if openOrders.isEmpty {
+            choice = """
+                <span class="why block">No open order of \(alert.userID) for \(alert.productID): type the order id \
+                (create the order in the web tier first if there is none).</span>\
+                <input type="text" name="order_id" required placeholder="order id" value="\(typed)" aria-label="Order id for alert \(alert.id)">
+                """
+        } else {
+            let options = openOrders.enumerated().map { index, order -> HTML in
+                "<option value=\"\(order.orderID)\"\(HTML(trusted: index == 0 ? " selected" : ""))>\(order.orderID) · \(DisplayFormat.time(order.createdAt))</option>"
+            }
+            choice = """
+                <label>open order <select name="order_choice" aria-label="Open order of \(alert.userID) for \(alert.productID)">\(options)</select></label>\
+                <input type="text" name="order_id" placeholder="or another order id" value="\(typed)" aria-label="Another order id for alert \(alert.id)">
+                """
+        }
+        return """
+            <form class="inline credit" method="post" action="/alerts/\(alert.id)/credit" data-confirm-credit \
+            data-user="\(alert.userID)" data-product="\(alert.productID)" data-transaction="\(alert.transactionID)" \
+            data-confirm="Credit \(alert.productID) (Apple transaction \(alert.transactionID)) of user \(alert.userID) to the chosen order?">\
+            \(Components.csrfField(user))\(back)\(choice)<button type="submit">Credit to order</button></form>
+            """
+    }
+
+    /// Closing a paid_not_credited alert without paying leaves the buyer without what they paid
+    /// for: it asks first (and a checkbox says so without JavaScript).
+    private var resolve: HTML {
+        let unpaid = alert.kind == "paid_not_credited"
+        let check: HTML = unpaid ? """
+            <label class="check"><input type="checkbox" name="unpaid_ok" value="yes" required> the buyer is owed nothing</label>
+            """ : ""
+        let confirm: HTML = unpaid ? """
+             data-confirm="Resolve without crediting? \(alert.userID) paid for \(alert.productID) (transaction \(alert.transactionID)) and gets nothing from this."
+            """ : ""
+        return """
+            <form class="inline" method="post" action="/alerts/\(alert.id)/resolve"\(confirm)>\(Components.csrfField(user))\(back)\
+            <input type="text" name="note" required placeholder="what was done" value="\(context.typed("note", alertID: alert.id))" \
+            aria-label="Note for alert \(alert.id)">\(check)<button type="submit" class="secondary">Resolve</button></form>
+            """
+    }
+}

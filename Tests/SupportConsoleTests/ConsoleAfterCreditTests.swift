@@ -1,0 +1,38 @@
+import Foundation
+import HTTP
+import SupportConsole
+import XCTest
+
+/// Issue 23: "After a credit, the job still looks broken". Once the ledger holds the payment, the
+/// paid_not_credited job reads as credited and its resolved alert's kind is no longer red.
+final class ConsoleAfterCreditTests: XCTestCase {
+    func testACreditedAttentionJobNoLongerShowsRed() async throws {
+        let harness = try await ConsoleHarness()
+        let session = try ConsoleSession(baseURL: harness.baseURL)
+        _ = try await session.signIn("sam", password: ConsoleHarness.password)
+        let job = harness.fixture.attentionJob
+        let before = try await session.get("/jobs?q=alice")
+        XCTAssertTrue(before.text.contains("<span class=\"badge bad\" title=\"Apple says the buyer paid"))
+        let credit = try await session.post("/alerts/\(harness.fixture.paidNotCreditedAlert)/credit",
+                                            [("csrf", try await session.csrfToken()), ("order_id", "order-alice-1")])
+        XCTAssertEqual(credit.status, 303)
+        for path in ["/jobs?q=alice", "/users?id=alice", "/jobs/\(job)"] {
+            let page = try await session.get(path)
+            XCTAssertFalse(page.text.contains("<span class=\"badge bad\" title=\"Apple says the buyer paid"), path)
+            XCTAssertFalse(page.text.contains("<span class=\"badge bad\" title=\"Finished, but a person must act"), path)
+            XCTAssertTrue(page.text.contains(">credited since</span>"), path)
+        }
+        let overview = try await session.get("/").text
+        XCTAssertTrue(overview.contains("1 of them credited since"), "the overview's attention count says how many are settled")
+        let jobPage = try await session.get("/jobs/\(job)")
+        XCTAssertTrue(jobPage.text.contains("nothing is owed"))
+        XCTAssertFalse(jobPage.text.contains("next run"), "a finished job has no next run")
+        let alerts = try await session.get("/alerts")
+        XCTAssertTrue(alerts.text.contains("<span class=\"badge neutral\" title=\"Apple says the buyer paid; no order could take the payment. Find"), "a resolved alert's kind is history")
+        // Carl's job is still owed: still red.
+        let carl = try await session.get("/jobs?q=carl")
+        XCTAssertTrue(carl.text.contains("<span class=\"badge bad\" title=\"Apple says the buyer paid"))
+        await session.close()
+        await harness.close()
+    }
+}
