@@ -35,4 +35,19 @@ final class ConsoleAfterCreditTests: XCTestCase {
         await session.close()
         await harness.close()
     }
+
+    /// A job with no outcome yet (queued, running) is listed like any other, not a database error.
+    func testJobsWithoutAnOutcomeAreListed() async throws {
+        let harness = try await ConsoleHarness()
+        _ = try await harness.client.query("SELECT iap.enqueue_receipt('queued-buyer', 'order-q-1', 'cmVjZWlwdA==')")
+        let session = try ConsoleSession(baseURL: harness.baseURL)
+        _ = try await session.signIn("sam", password: ConsoleHarness.password)
+        for path in ["/jobs", "/jobs?q=queued-buyer", "/users?id=queued-buyer"] {
+            let page = try await session.get(path)
+            XCTAssertEqual(page.status, 200, path)
+            XCTAssertTrue(page.text.contains("queued"), path)
+        }
+        await session.close()
+        await harness.close()
+    }
 }

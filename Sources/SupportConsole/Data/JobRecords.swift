@@ -20,12 +20,14 @@ public struct JobSummary: Sendable {
     public let creditedSince: Bool
 
     /// The columns `decode` reads, in order; never `payload`. The last is `creditedSince`: each of
-    /// the job's transactions looked up in the ledger by primary key, only for paid_not_credited.
+    /// the job's transactions looked up in the ledger by primary key, only for paid_not_credited
+    /// (false, not NULL, for a job with no outcome yet).
     static let columns = """
         id, kind, user_id, order_id, product_id, state, outcome, attempts, apple_status, last_error, created_at, finished_at, \
-        (outcome = 'paid_not_credited' AND cardinality(transaction_ids) > 0 AND NOT EXISTS (
+        coalesce(outcome = 'paid_not_credited' AND cardinality(transaction_ids) > 0 AND NOT EXISTS (
             SELECT 1 FROM unnest(transaction_ids) AS job_transaction(transaction_id)
-            WHERE NOT EXISTS (SELECT 1 FROM iap.credits WHERE credits.transaction_id = job_transaction.transaction_id))) AS credited_since
+            WHERE NOT EXISTS (SELECT 1 FROM iap.credits WHERE credits.transaction_id = job_transaction.transaction_id)), false)
+            AS credited_since
         """
     /// How many columns come before any a caller appends.
     static let columnCount = 13
