@@ -18,37 +18,22 @@ public struct AppStoreConnectJWTClaims: Codable, Sendable, Equatable {
 /// ES256 bearer tokens for the App Store Connect API (Sales and Trends). Same signing as `AppStoreJWT`;
 /// Apple refuses these when they live over 20 minutes.
 public enum AppStoreConnectJWT {
-    public static let audience = "appstoreconnect-v1"
+    public static let audience = AppStoreJWT.audience // both APIs name the same audience
     public static let maximumLifetime: TimeInterval = 1200
 
     public static func make(issuerID: String, keyID: String, key: ES256PrivateKey, issuedAt: Date = Date(),
                             lifetime: TimeInterval = 600) throws(CryptoError) -> String {
-        let iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
-        let claims = AppStoreConnectJWTClaims(iss: issuerID, iat: iat, exp: iat + Int64(min(max(lifetime, 1), maximumLifetime)))
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let payload = (try? encoder.encode(claims)).map { [UInt8]($0) } ?? []
-        return try JWSCompact.sign(header: JWSHeader(alg: "ES256", kid: keyID, typ: "JWT"), payload: payload, key: key)
+        let times = ES256BearerToken.times(issuedAt: issuedAt, lifetime: lifetime, maximumLifetime: maximumLifetime)
+        return try ES256BearerToken.sign(AppStoreConnectJWTClaims(iss: issuerID, iat: times.iat, exp: times.exp), keyID: keyID, key: key)
     }
 
     /// Checks signature and claims as Apple does (apple-sim's side). `leeway` absorbs clock skew.
     public static func verify(_ token: String, publicKey: ES256PublicKey, now: Date = Date(), expectedKeyID: String? = nil,
                               expectedIssuer: String? = nil, leeway: TimeInterval = 60) throws(AppStoreJWTError) -> AppStoreConnectJWTClaims {
-        guard let jws = try? JWSCompact.parse(token) else { throw AppStoreJWTError(reason: "token is not a compact JWS") }
-        guard jws.header.alg == "ES256", jws.header.typ == "JWT" else { throw AppStoreJWTError(reason: "alg/typ are not ES256/JWT") }
-        guard let kid = jws.header.kid, !kid.isEmpty else { throw AppStoreJWTError(reason: "kid is missing") }
-        if let expectedKeyID, kid != expectedKeyID { throw AppStoreJWTError(reason: "unknown kid") }
-        guard publicKey.isValidSignature(jws.signature, for: jws.signingInput) else { throw AppStoreJWTError(reason: "signature does not verify") }
-        guard let claims = try? JSONDecoder().decode(AppStoreConnectJWTClaims.self, from: Data(jws.payload)) else {
-            throw AppStoreJWTError(reason: "claims iss, iat, exp, aud are required")
-        }
-        let nowSeconds = now.timeIntervalSince1970
-        guard claims.aud == audience else { throw AppStoreJWTError(reason: "aud is not \(audience)") }
-        guard Double(claims.exp) > nowSeconds - leeway else { throw AppStoreJWTError(reason: "token expired") }
-        guard Double(claims.iat) <= nowSeconds + leeway else { throw AppStoreJWTError(reason: "iat is in the future") }
-        guard claims.exp > claims.iat, Double(claims.exp - claims.iat) <= maximumLifetime else {
-            throw AppStoreJWTError(reason: "exp must be after iat and at most 20 minutes later")
-        }
+        let claims: AppStoreConnectJWTClaims = try ES256BearerToken.verifiedClaims(token, publicKey: publicKey, expectedKeyID: expectedKeyID,
+                                                                                   required: "iss, iat, exp, aud")
+        try ES256BearerToken.checkTimes(aud: claims.aud, iat: claims.iat, exp: claims.exp, now: now, leeway: leeway,
+                                        maximumLifetime: maximumLifetime)
         if let expectedIssuer, claims.iss != expectedIssuer { throw AppStoreJWTError(reason: "unknown iss") }
         return claims
     }

@@ -31,36 +31,19 @@ public enum AppStoreJWT {
 
     public static func make(issuerID: String, keyID: String, bundleID: String, key: ES256PrivateKey,
                             issuedAt: Date = Date(), lifetime: TimeInterval = 300) throws(CryptoError) -> String {
-        let iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
-        let claims = AppStoreJWTClaims(iss: issuerID, iat: iat, exp: iat + Int64(min(max(lifetime, 1), maximumLifetime)), bid: bundleID)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let payload = (try? encoder.encode(claims)).map { [UInt8]($0) } ?? []
-        return try JWSCompact.sign(header: JWSHeader(alg: "ES256", kid: keyID, typ: "JWT"), payload: payload, key: key)
+        let times = ES256BearerToken.times(issuedAt: issuedAt, lifetime: lifetime, maximumLifetime: maximumLifetime)
+        return try ES256BearerToken.sign(AppStoreJWTClaims(iss: issuerID, iat: times.iat, exp: times.exp, bid: bundleID),
+                                         keyID: keyID, key: key)
     }
 
     /// Checks signature and claims; nil expectations are not compared. `leeway` absorbs clock skew.
     public static func verify(_ token: String, publicKey: ES256PublicKey, now: Date = Date(),
                               expectedKeyID: String? = nil, expectedIssuer: String? = nil, expectedBundleID: String? = nil,
                               leeway: TimeInterval = 60) throws(AppStoreJWTError) -> AppStoreJWTClaims {
-        guard let jws = try? JWSCompact.parse(token) else { throw AppStoreJWTError(reason: "token is not a compact JWS") }
-        guard jws.header.alg == "ES256" else { throw AppStoreJWTError(reason: "alg is not ES256") }
-        guard jws.header.typ == "JWT" else { throw AppStoreJWTError(reason: "typ is not JWT") }
-        guard let kid = jws.header.kid, !kid.isEmpty else { throw AppStoreJWTError(reason: "kid is missing") }
-        if let expectedKeyID, kid != expectedKeyID { throw AppStoreJWTError(reason: "unknown kid") }
-        guard publicKey.isValidSignature(jws.signature, for: jws.signingInput) else {
-            throw AppStoreJWTError(reason: "signature does not verify")
-        }
-        guard let claims = try? JSONDecoder().decode(AppStoreJWTClaims.self, from: Data(jws.payload)) else {
-            throw AppStoreJWTError(reason: "claims iss, iat, exp, aud, bid are required")
-        }
-        let nowSeconds = now.timeIntervalSince1970
-        guard claims.aud == audience else { throw AppStoreJWTError(reason: "aud is not \(audience)") }
-        guard Double(claims.exp) > nowSeconds - leeway else { throw AppStoreJWTError(reason: "token expired") }
-        guard Double(claims.iat) <= nowSeconds + leeway else { throw AppStoreJWTError(reason: "iat is in the future") }
-        guard claims.exp > claims.iat, Double(claims.exp - claims.iat) <= maximumLifetime else {
-            throw AppStoreJWTError(reason: "exp must be after iat and at most 60 minutes later")
-        }
+        let claims: AppStoreJWTClaims = try ES256BearerToken.verifiedClaims(token, publicKey: publicKey, expectedKeyID: expectedKeyID,
+                                                                            required: "iss, iat, exp, aud, bid")
+        try ES256BearerToken.checkTimes(aud: claims.aud, iat: claims.iat, exp: claims.exp, now: now, leeway: leeway,
+                                        maximumLifetime: maximumLifetime)
         if let expectedIssuer, claims.iss != expectedIssuer { throw AppStoreJWTError(reason: "unknown iss") }
         if let expectedBundleID, claims.bid != expectedBundleID { throw AppStoreJWTError(reason: "bid does not match") }
         return claims

@@ -18,23 +18,8 @@ public enum Gzip {
             throw Failure(reason: "inflateInit failed")
         }
         defer { inflateEnd(&stream) }
-        var output: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: chunk)
-        var status: Int32 = Z_OK
-        var input = input
-        let inputCount = input.count
-        input.withUnsafeMutableBufferPointer { source in
-            stream.next_in = source.baseAddress
-            stream.avail_in = UInt32(inputCount)
-            repeat {
-                let produced: Int = buffer.withUnsafeMutableBufferPointer { target in
-                    stream.next_out = target.baseAddress
-                    stream.avail_out = UInt32(target.count)
-                    status = inflate(&stream, Z_NO_FLUSH)
-                    return target.count - Int(stream.avail_out)
-                }
-                output.append(contentsOf: buffer[0..<produced])
-            } while status == Z_OK && output.count <= limit && (stream.avail_in > 0 || stream.avail_out == 0)
+        let (output, status) = pump(&stream, input, step: { inflate(&$0, Z_NO_FLUSH) }) { status, stream, produced in
+            status == Z_OK && produced <= limit && (stream.avail_in > 0 || stream.avail_out == 0)
         }
         guard output.count <= limit else { throw Failure(reason: "inflated past \(limit) bytes") }
         guard status == Z_STREAM_END else { throw Failure(reason: status == Z_OK || status == Z_BUF_ERROR ? "truncated stream" : "corrupt stream (\(status))") }
@@ -49,6 +34,17 @@ public enum Gzip {
             throw Failure(reason: "deflateInit failed")
         }
         defer { deflateEnd(&stream) }
+        let (output, status) = pump(&stream, input, step: { deflate(&$0, Z_FINISH) }) { status, _, _ in
+            status == Z_OK || status == Z_BUF_ERROR
+        }
+        guard status == Z_STREAM_END else { throw Failure(reason: "deflate failed (\(status))") }
+        return output
+    }
+
+    /// Feeds `input` to `stream` and collects what `step` (inflate or deflate) writes, a chunk at a
+    /// time, while `more(status, stream, bytes so far)` says so.
+    private static func pump(_ stream: inout z_stream, _ input: [UInt8], step: (inout z_stream) -> Int32,
+                             more: (Int32, z_stream, Int) -> Bool) -> (output: [UInt8], status: Int32) {
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: chunk)
         var status: Int32 = Z_OK
@@ -61,13 +57,12 @@ public enum Gzip {
                 let produced: Int = buffer.withUnsafeMutableBufferPointer { target in
                     stream.next_out = target.baseAddress
                     stream.avail_out = UInt32(target.count)
-                    status = deflate(&stream, Z_FINISH)
+                    status = step(&stream)
                     return target.count - Int(stream.avail_out)
                 }
                 output.append(contentsOf: buffer[0..<produced])
-            } while status == Z_OK || status == Z_BUF_ERROR
+            } while more(status, stream, output.count)
         }
-        guard status == Z_STREAM_END else { throw Failure(reason: "deflate failed (\(status))") }
-        return output
+        return (output, status)
     }
 }
