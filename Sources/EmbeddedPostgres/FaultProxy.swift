@@ -19,6 +19,8 @@ public final class FaultProxy: Sendable {
         var links: [Int: Link] = [:]
         var nextID = 0
         var stopped = false
+        /// A hung host: connections opened from now on are accepted and frozen too.
+        var freezesNewConnections = false
     }
 
     private struct Link {
@@ -52,6 +54,15 @@ public final class FaultProxy: Sendable {
     /// The connections open now stop forwarding in both directions and stay open.
     public func freezeOpenConnections() {
         state.withLock { state in
+            for id in state.links.keys { state.links[id]?.frozen = true }
+        }
+    }
+
+    /// The host hangs: open connections freeze, and new ones are accepted (the kernel's backlog
+    /// does that for a stopped server too) and never answered.
+    public func hang() {
+        state.withLock { state in
+            state.freezesNewConnections = true
             for id in state.links.keys { state.links[id]?.frozen = true }
         }
     }
@@ -113,7 +124,7 @@ public final class FaultProxy: Sendable {
             }
             let id = state.withLock { state -> Int in
                 defer { state.nextID += 1 }
-                state.links[state.nextID] = Link(client: client, upstream: upstream)
+                state.links[state.nextID] = Link(client: client, upstream: upstream, frozen: state.freezesNewConnections)
                 return state.nextID
             }
             for (from, to) in [(client, upstream), (upstream, client)] {
