@@ -82,7 +82,7 @@ final class ConsoleBrowserTests: XCTestCase {
             try await browser.open(harness.baseURL + "/alerts")
             try await browser.execute("window.confirm = function () { return true; };")
             try await browser.type("form[action='/alerts/\(other)/resolve'] input[name=note]", "refunded by Apple, nothing owed")
-            try await browser.click("form[action='/alerts/\(other)/resolve'] input[name=unpaid_ok]")
+            try await browser.click("form[action='/alerts/\(other)/resolve'] input[name=confirm_no_credit]")
             try await browser.click("form[action='/alerts/\(other)/resolve'] button")
             try await expectSoon { try await browser.source().contains("Alert #\(other): resolved.") }
             let resolution: String = try await harness.scalar("SELECT resolution FROM iap.alerts WHERE id = $1", [other])
