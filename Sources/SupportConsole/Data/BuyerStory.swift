@@ -8,7 +8,9 @@ struct BuyerStory {
         let at: Date
         /// A word the page colours and explains (a state, outcome or alert kind), if any.
         let word: String?
-        let text: String
+        /// History, not trouble now (a paid_not_credited job credited since, an alert resolved since): no colour.
+        var quiet = false
+        var text: String
         /// A job the event is about, linked from the timeline.
         var jobID: Int? = nil
     }
@@ -35,8 +37,8 @@ struct BuyerStory {
         }
         for alert in activity.alerts {
             let transaction = alert.transactionID.map { ", Apple transaction \($0)" } ?? ""
-            events.append(Event(at: alert.firstSeenAt, word: alert.kind, text: "Alert #\(alert.id) raised: \(alert.kind) (\(alert.reason)\(transaction)).",
-                                jobID: alert.jobID))
+            events.append(Event(at: alert.firstSeenAt, word: alert.kind, quiet: alert.state != "open",
+                                text: "Alert #\(alert.id) raised: \(alert.kind) (\(alert.reason)\(transaction)).", jobID: alert.jobID))
             if let resolved = alert.resolvedAt {
                 events.append(Event(at: resolved, word: "resolved", text: "Alert #\(alert.id) resolved: \(alert.resolution ?? "no note")."))
             }
@@ -57,7 +59,7 @@ struct BuyerStory {
             return Event(at: job.createdAt, word: job.state, text: "Job #\(job.id) is \(job.state) (\(job.attempts) attempt(s)\(status)).", jobID: job.id)
         }
         let since = job.creditedSince ? "; every transaction of it is in the ledger now" : ""
-        return Event(at: finished, word: outcome, text: "Job #\(job.id) finished: \(job.state) / \(outcome)\(status)\(since).", jobID: job.id)
+        return Event(at: finished, word: outcome, quiet: job.creditedSince, text: "Job #\(job.id) finished: \(job.state) / \(outcome)\(status)\(since).", jobID: job.id)
     }
 
     static func product(_ productID: String, _ quantity: Int) -> String {

@@ -8,7 +8,7 @@ struct StorySection {
         let story = BuyerStory(activity)
         let items = story.events.map { event -> HTML in
             let job: HTML = event.jobID.map { " \(Components.jobLink($0))" } ?? ""
-            let word: HTML = event.word.map { "\(Components.badge($0)) " } ?? ""
+            let word: HTML = event.word.map { "\(Components.badge($0, quiet: event.quiet)) " } ?? ""
             return "<li><time>\(DisplayFormat.time(event.at))</time> <span>\(word)\(event.text)\(job)</span></li>"
         }
         let timeline: HTML = items.isEmpty ? "<p class=\"empty\">Nothing recorded for this user yet.</p>" : "<ol class=\"timeline\">\(items)</ol>"

@@ -87,7 +87,7 @@ enum StaticAssets {
         @media (pointer: coarse), (max-width: 640px) {
             button, input[type=text], input[type=search], input[type=password], select, summary { min-height: 44px; }
             header.top nav a, .pager a, header.top .brand { display: inline-flex; align-items: center; min-height: 44px; }
-            td a, dd a, .filter a, .next-steps a { display: inline-flex; align-items: center; min-height: 44px; }
+            td a, dd a, .filter a, .next-steps a, ol.timeline a { display: inline-flex; align-items: center; min-height: 44px; }
             label.check input { width: 24px; height: 24px; }
             label.check { min-height: 44px; }
             form.inline input[type=text] { flex: 1 1 12rem; }
