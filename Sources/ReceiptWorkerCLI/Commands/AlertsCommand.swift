@@ -67,7 +67,7 @@ enum AlertsCommand {
                 }
             default:
                 let id = try alertID(), note = options.flag("note")!
-                let details = ["note": note, "via": "cli"]
+                let details = options.has("no-credit") ? ["note": note, "via": "cli", "confirm_no_credit": "yes"] : ["note": note, "via": "cli"]
                 try await desk.resolve(alertID: id, note: "\(note) (by \(actor))", confirmedNoCredit: options.has("no-credit")) { connection, _ in
                     try await audit.insert(on: connection, actor: actor, action: "resolve", target: "alert:\(id)", details: details)
                 }

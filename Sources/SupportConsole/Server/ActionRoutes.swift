@@ -35,16 +35,18 @@ extension ConsoleApp {
             let id = try alertID(params)
             return try await answer(form, user: user, back: "/alerts", alertID: id, typed: ["note"]) {
                 let note = try form.required("note", label: "A note", maxLength: 2000)
+                let noCredit = form.text("confirm_no_credit") == "yes"
+                // The decision not to credit is part of the record.
+                let details = noCredit ? ["note": note, "confirm_no_credit": "yes"] : ["note": note]
                 do {
                     // The checkbox is `required` in the browser too; this is the check that counts.
-                    try await desk.resolve(alertID: id, note: "\(note) (by \(user.name))",
-                                           confirmedNoCredit: form.text("confirm_no_credit") == "yes") { connection, _ in
-                        try await audit.insert(on: connection, actor: user.name, action: "resolve", target: "alert:\(id)", details: ["note": note])
+                    try await desk.resolve(alertID: id, note: "\(note) (by \(user.name))", confirmedNoCredit: noCredit) { connection, _ in
+                        try await audit.insert(on: connection, actor: user.name, action: "resolve", target: "alert:\(id)", details: details)
                     }
                 } catch let refusal as SupportError {
                     throw ActionRefusal(refusal, alertID: id, verb: "Not resolved")
                 }
-                audit.logLine(actor: user.name, action: "resolve", target: "alert:\(id)", details: ["note": note])
+                audit.logLine(actor: user.name, action: "resolve", target: "alert:\(id)", details: details)
                 return Flash(message: "Alert #\(id): resolved.", tone: "ok", alertID: id)
             }
         })
