@@ -3,7 +3,7 @@ import Postgres
 /// Which workers are alive, from what they already write (no heartbeat table of their own):
 /// the `leased_by` of running jobs whose lease has not expired, the holder of an unexpired
 /// leadership lease (`iap.leader`, renewed every few seconds by the leader), and the worker
-/// processes' lease sessions connected to the database (every `work` process keeps one, named
+/// processes' lease sessions connected to the database (a `work` process with a pool of two or more keeps one, named
 /// `receipt-worker-work-leader`; through a pooler this count may be missing, never too high).
 struct WorkersAlive: Sendable {
     let names: [String]
