@@ -15,6 +15,12 @@ public struct LookedUpTransaction: Sendable, Equatable {
     /// Apple says it was refunded (revoked): never credited.
     public let refundedByApple: Bool
     public let ledger: LedgerState
+
+    /// The buyer our ledger credited it to, if any.
+    public var creditedUserID: String? {
+        if case .credited(let user, _, _) = ledger { return user }
+        return nil
+    }
 }
 
 /// Where a transaction stands in `iap.credits`.

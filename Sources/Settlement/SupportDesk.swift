@@ -25,6 +25,8 @@ public enum SupportError: Error, CustomStringConvertible, Equatable {
     case notCreditable(String)
     case orderNotFound(String)
     case orderMismatch(String)
+    /// Resolving a paid_not_credited alert leaves the buyer without what they paid for: it needs an explicit "yes".
+    case noCreditNotConfirmed(Int)
 
     public var description: String {
         switch self {
@@ -33,6 +35,8 @@ public enum SupportError: Error, CustomStringConvertible, Equatable {
         case .notCreditable(let why): return "alert cannot be credited: \(why)"
         case .orderNotFound(let order): return "order \(order) not found"
         case .orderMismatch(let why): return why
+        case .noCreditNotConfirmed(let id):
+            return "alert \(id) is a payment not credited: resolving it without crediting needs an explicit confirmation"
         }
     }
 }
@@ -111,9 +115,12 @@ public struct SupportDesk: Sendable {
         return result
     }
 
-    public func resolve(alertID: Int, note: String, alsoInTransaction: AlsoInTransaction<Void>? = nil) async throws {
+    /// Resolves an open alert with a note. A paid_not_credited alert needs `confirmedNoCredit`
+    /// (checked under the alert's lock, so the rule holds whatever the form or script sent).
+    public func resolve(alertID: Int, note: String, confirmedNoCredit: Bool, alsoInTransaction: AlsoInTransaction<Void>? = nil) async throws {
         try await client.transaction { connection in
-            _ = try await lockedOpenAlert(alertID, on: connection)
+            let alert = try await lockedOpenAlert(alertID, on: connection)
+            if alert.kind == AlertKind.paidNotCredited.rawValue && !confirmedNoCredit { throw SupportError.noCreditNotConfirmed(alertID) }
             _ = try await connection.query(Self.resolveSQL, [alertID, note])
             try await alsoInTransaction?(connection, ())
         }

@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 
 /// One transaction Apple returned for an order id (SPEC 9.3), already verified, as the console shows it.
-public struct LookedUpTransaction: Sendable, Equatable {
+public struct LookedUpTransaction: Sendable, Equatable, Codable {
     public let transactionID: String
     public let originalTransactionID: String?
     public let productID: String

@@ -41,6 +41,23 @@ final class AlertsCommandTests: XCTestCase {
         let resolve = try await ChildProcess.run([ChildProcess.receiptWorkerPath, "alerts", "resolve", String(replayID), "--note", "account banned"],
                                                  environment: env)
         XCTAssertEqual(resolve.code, 0, resolve.stderr)
+        // Each change from the CLI has its audit row, naming --actor or the operating system user.
+        let audit = try await client.query("SELECT actor, action, target FROM iap.audit_log ORDER BY id")
+            .map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(String.self, at: 1)) \(try $0.decode(String.self, at: 2))" }
+        XCTAssertEqual(audit, ["tess credit alert:\(id)", "\(NSUserName()) resolve alert:\(replayID)"])
+        // A paid_not_credited alert closes without crediting only with --no-credit.
+        _ = try await client.query("""
+            INSERT INTO iap.alerts (kind, transaction_id, job_id, user_id, product_id, reason) VALUES
+              ('paid_not_credited', 't-owed', 9, 'buyer', 'coins_100', 'no_open_order')
+            """)
+        let owedID = try await client.query("SELECT id FROM iap.alerts WHERE transaction_id = 't-owed'")[0].decode(Int.self, at: 0)
+        let unconfirmed = try await ChildProcess.run([ChildProcess.receiptWorkerPath, "alerts", "resolve", String(owedID), "--note", "gave up"],
+                                                     environment: env)
+        XCTAssertEqual(unconfirmed.code, 2)
+        XCTAssertTrue(unconfirmed.stderr.contains("explicit confirmation"), unconfirmed.stderr)
+        let confirmed = try await ChildProcess.run([ChildProcess.receiptWorkerPath, "alerts", "resolve", String(owedID), "--note", "gave up",
+                                                    "--no-credit", "--actor", "tess"], environment: env)
+        XCTAssertEqual(confirmed.code, 0, confirmed.stderr)
         let table = try await ChildProcess.run([ChildProcess.receiptWorkerPath, "alerts", "list"], environment: env)
         XCTAssertTrue(table.stdout.contains("resolved"), table.stdout)
         let missingNote = try await ChildProcess.run([ChildProcess.receiptWorkerPath, "alerts", "resolve", "1"], environment: env)

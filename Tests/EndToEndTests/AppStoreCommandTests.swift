@@ -51,6 +51,19 @@ final class AppStoreCommandTests: XCTestCase {
         XCTAssertEqual(invalid.code, 1)
         XCTAssertEqual(invalid.stderr.split(separator: "\n").count, 1, invalid.stderr)
         XCTAssertTrue(invalid.stderr.contains("Apple does not know order id NOSUCHORDER"), invalid.stderr)
+        // Every lookup, found or failed, is kept (the console's find box answers the id) and audited,
+        // naming the operating system user; the credit's audit row and lookup row name the buyer.
+        let lookups = try await client.query("""
+            SELECT apple_order_id, result, coalesce(user_id, '-'), actor FROM iap.apple_order_lookups ORDER BY id
+            """).map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(String.self, at: 1)) \(try $0.decode(String.self, at: 2))" }
+        XCTAssertEqual(lookups, ["MQCLI00001 found -", "MQCLI00001 found -", "MQCLI00001 found quinn", "MQCLI00001 found quinn",
+                                 "MQCLI00001 found quinn", "NOSUCHORDER failed -"])
+        let audit = try await client.query("SELECT action, target, actor FROM iap.audit_log ORDER BY id")
+            .map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(String.self, at: 1))" }
+        XCTAssertEqual(audit, ["lookup apple_order:MQCLI00001", "lookup apple_order:MQCLI00001", "lookup_credit transaction:cli-t1",
+                               "lookup apple_order:MQCLI00001", "lookup_credit transaction:cli-t1", "lookup apple_order:NOSUCHORDER"])
+        let actors = try await client.query("SELECT DISTINCT actor FROM iap.audit_log").map { try $0.decode(String.self, at: 0) }
+        XCTAssertEqual(actors, [NSUserName()])
         let noCredentials = try await ChildProcess.run([binary, "support", "lookup-order", "X1"], environment: ["DATABASE_URL": url, "APPLE_BUNDLE_ID": "b"],
                                                        removing: ["APPSTORE_ISSUER_ID", "APPSTORE_KEY_ID", "APPSTORE_PRIVATE_KEY_FILE"])
         XCTAssertEqual(noCredentials.code, 2, noCredentials.stderr)

@@ -183,7 +183,7 @@ final class ConsoleAccessTests: XCTestCase {
         XCTAssertEqual(page.status, 200)
         XCTAssertTrue(page.text.contains("sam · support"))
         let token = try await session.csrfToken()
-        let resolved = try await session.post("/alerts/\(harness.fixture.alertToResolve)/resolve", [("csrf", token), ("note", "refunded by Apple")])
+        let resolved = try await session.post("/alerts/\(harness.fixture.alertToResolve)/resolve", [("csrf", token), ("note", "refunded by Apple"), ("confirm_no_credit", "yes")])
         XCTAssertEqual(resolved.status, 303)
         let login = try await session.get("/login")
         XCTAssertEqual(login.status, 303, "no password form in SSO mode")

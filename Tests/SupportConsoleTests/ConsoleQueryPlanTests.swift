@@ -61,6 +61,12 @@ final class ConsoleQueryPlanTests: XCTestCase {
             ("alerts of one kind", AlertBoard.pageSQL, ["open", Int.max, 51, "paid_not_credited"]),
             ("audit", AuditLog.pageSQL, [Int.max, 101]),
             ("alert credit: lock", SupportDesk.lockAlertSQL, [1]),
+            ("user: Apple order lookups", UserActivityStore.lookupsSQL, [text, 100]),
+            ("find: Apple order lookups", ConsoleFind.appleOrderSQL, ["MK5TTTVWJH"]),
+            ("find: Apple order's ledger rows", ConsoleFind.ledgerByTransactionsSQL, [["1000042", "1000043"]]),
+            ("overview: workers leasing jobs", WorkersAlive.leasingSQL, []),
+            ("overview: leader lease", WorkersAlive.leaderSQL, []),
+            ("form result: take", FlashStore.takeSQL, ["token", "csrf"]),
         ]
         for criteria in [JobSearchCriteria(), JobSearchCriteria(text: text), JobSearchCriteria(text: "1000042"),
                          JobSearchCriteria(text: "42", state: "done"), JobSearchCriteria(state: "attention", outcome: "paid_not_credited"),
@@ -77,7 +83,7 @@ final class ConsoleQueryPlanTests: XCTestCase {
             for statement in statements {
                 let plan = try await connection.query("EXPLAIN (VERBOSE, COSTS OFF) " + statement.sql, statement.binds)
                     .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
-                for table in ["iap.jobs", "iap.credits", "iap.orders"] {
+                for table in ["iap.jobs", "iap.credits", "iap.orders", "iap.apple_order_lookups", "iap.console_form_results"] {
                     XCTAssertFalse(plan.contains("Seq Scan on \(table)"), "\(statement.name) scans \(table):\n\(plan)")
                 }
             }

@@ -40,14 +40,34 @@ final class ConsoleSafeCreditTests: XCTestCase {
         await harness.close()
     }
 
-    func testResolvingAPaidNotCreditedAlertWithoutPayingAsksFirst() async throws {
+    func testResolvingAPaidNotCreditedAlertWithoutPayingNeedsTheConfirmationServerSide() async throws {
         let harness = try await ConsoleHarness()
         let session = try ConsoleSession(baseURL: harness.baseURL)
         _ = try await session.signIn("sam", password: ConsoleHarness.password)
         let page = try await session.get("/alerts").text
         let form = try XCTUnwrap(page.range(of: "action=\"/alerts/\(harness.fixture.alertToResolve)/resolve\"").map { page[$0.lowerBound...].prefix(900) })
         XCTAssertTrue(form.contains("data-confirm=\"Resolve without crediting? carl paid for gems_50 (transaction 2000000000000003)"), String(form))
-        XCTAssertTrue(form.contains("name=\"unpaid_ok\" value=\"yes\" required"), "asked without JavaScript too")
+        XCTAssertTrue(form.contains("name=\"confirm_no_credit\" value=\"yes\" required"), "asked without JavaScript too")
+
+        // The browser's `required` is a courtesy: a POST without the confirmation is refused by the
+        // server, comes back inline on the page it came from with the note kept, and changes nothing.
+        let alert = harness.fixture.alertToResolve
+        let refused = try await session.post("/alerts/\(alert)/resolve", [("csrf", try await session.csrfToken()),
+                                                                           ("return_to", "/users?id=carl"), ("note", "buyer <gave up>")])
+        XCTAssertEqual(refused.status, 303)
+        let back = try await session.get(try XCTUnwrap(refused.header("Location")))
+        XCTAssertTrue(back.text.contains("tick “the buyer is owed nothing”"), back.text)
+        XCTAssertTrue(back.text.contains("value=\"buyer &lt;gave up&gt;\""), "the note as typed, escaped")
+        let stillOpen: String = try await harness.scalar("SELECT state FROM iap.alerts WHERE id = $1", [alert])
+        XCTAssertEqual(stillOpen, "open")
+        let audited: Int = try await harness.scalar("SELECT count(*)::int FROM iap.audit_log WHERE action = 'resolve'")
+        XCTAssertEqual(audited, 0, "nothing changed, nothing recorded as done")
+
+        let confirmed = try await session.post("/alerts/\(alert)/resolve", [("csrf", try await session.csrfToken()),
+            ("return_to", "/users?id=carl"), ("note", "buyer gave up"), ("confirm_no_credit", "yes")])
+        XCTAssertEqual(confirmed.status, 303)
+        let resolved: String = try await harness.scalar("SELECT state FROM iap.alerts WHERE id = $1", [alert])
+        XCTAssertEqual(resolved, "resolved")
         await session.close()
         await harness.close()
     }

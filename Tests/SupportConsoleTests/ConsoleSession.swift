@@ -5,7 +5,7 @@ import HTTP
 final class ConsoleSession: @unchecked Sendable {
     let baseURL: String
     let transport: SocketHTTPTransport
-    private(set) var cookies: [String: String] = [:]
+    var cookies: [String: String] = [:]
     var extraHeaders: HTTPHeaderFields = []
 
     init(baseURL: String) throws {

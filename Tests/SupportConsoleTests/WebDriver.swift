@@ -95,6 +95,16 @@ final class WebDriver: @unchecked Sendable {
         return (try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])?["value"] as? String
     }
 
+    static let tab = "\u{E004}", enter = "\u{E007}"
+
+    /// Keys pressed on whatever has the focus, as a person at the keyboard would (`tab`, `enter`, or text).
+    func press(_ keys: String) async throws {
+        let strokes = keys.map { key -> [[String: Any]] in
+            [["type": "keyDown", "value": String(key)], ["type": "keyUp", "value": String(key)]]
+        }.flatMap { $0 }
+        _ = try await command("POST", "actions", ["actions": [["type": "key", "id": "keyboard", "actions": strokes]]])
+    }
+
     func setWindow(width: Int, height: Int) async throws {
         _ = try await command("POST", "window/rect", ["width": width, "height": height])
     }

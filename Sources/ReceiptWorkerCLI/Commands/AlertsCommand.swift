@@ -6,15 +6,18 @@ import Settlement
 enum AlertsCommand {
     static let spec = CommandSpec(
         name: "alerts",
-        summary: "For support: alerts list [--open] [--json] | alerts credit ID --order ORDER_ID | alerts resolve ID --note TEXT",
-        usage: "alerts list [--open] [--json] | alerts credit ID --order ORDER_ID | alerts resolve ID --note TEXT",
+        summary: "For support: alerts list [--open] [--json] | alerts credit ID --order ORDER_ID | alerts resolve ID --note TEXT [--actor NAME]",
+        usage: "alerts list [--open] [--json] | alerts credit ID --order ORDER_ID [--actor NAME] | alerts resolve ID --note TEXT [--no-credit] [--actor NAME]",
         settings: Settings.database + Settings.logging,
         flags: [
             CommandFlag(name: "open", takesValue: false, help: "list: only open alerts"),
             CommandFlag(name: "json", takesValue: false, help: "list: one JSON array"),
             CommandFlag(name: "order", takesValue: true, help: "credit: the order to credit the payment to"),
             CommandFlag(name: "note", takesValue: true, help: "resolve: what was done (kept with the alert)"),
-            CommandFlag(name: "actor", takesValue: true, help: "credit: who credits, named by the ledger row (default: the operating system user)"),
+            CommandFlag(name: "no-credit", takesValue: false,
+                        help: "resolve: close a paid_not_credited alert without crediting (the buyer is owed nothing)"),
+            CommandFlag(name: "actor", takesValue: true,
+                        help: "credit, resolve: who acts, named by the ledger row and the audit log (default: the operating system user)"),
         ],
         positionals: 1...2)
 
@@ -41,21 +44,34 @@ enum AlertsCommand {
         }
         let client = try await runtime.connectDatabase(maxConnections: 1, applicationName: "receipt-worker-alerts")
         let desk = SupportDesk(client: client, metrics: SettlementMetrics(registry: MetricsRegistry()), logger: runtime.logger)
+        // Each change commits with its iap.audit_log row (SPEC 10), as from the console.
+        let audit = AuditLog(client: client, logger: runtime.logger)
+        let actor = options.flag("actor") ?? NSUserName()
         do {
             switch action {
             case "list":
                 let alerts = try await desk.list(openOnly: options.has("open"))
                 Console.print(options.has("json") ? AlertListing.json(alerts) : AlertListing.table(alerts))
             case "credit":
-                let id = try alertID()
-                let actor = options.flag("actor") ?? NSUserName()
-                switch try await desk.credit(alertID: id, orderID: options.flag("order")!, actor: actor) {
-                case .credited: Console.print("alert \(id): credited to order \(options.flag("order")!) and resolved")
+                let id = try alertID(), order = options.flag("order")!
+                @Sendable func details(_ result: ManualCreditResult) -> [String: String] {
+                    ["order_id": order, "result": result == .credited ? "credited" : "already_credited", "via": "cli"]
+                }
+                let result = try await desk.credit(alertID: id, orderID: order, actor: actor) { connection, result in
+                    try await audit.insert(on: connection, actor: actor, action: "credit", target: "alert:\(id)", details: details(result))
+                }
+                audit.logLine(actor: actor, action: "credit", target: "alert:\(id)", details: details(result))
+                switch result {
+                case .credited: Console.print("alert \(id): credited to order \(order) and resolved")
                 case .alreadyCredited(let order): Console.print("alert \(id): the payment was already credited to order \(order); alert resolved, nothing doubled")
                 }
             default:
-                let id = try alertID()
-                try await desk.resolve(alertID: id, note: options.flag("note")!)
+                let id = try alertID(), note = options.flag("note")!
+                let details = options.has("no-credit") ? ["note": note, "via": "cli", "confirm_no_credit": "yes"] : ["note": note, "via": "cli"]
+                try await desk.resolve(alertID: id, note: "\(note) (by \(actor))", confirmedNoCredit: options.has("no-credit")) { connection, _ in
+                    try await audit.insert(on: connection, actor: actor, action: "resolve", target: "alert:\(id)", details: details)
+                }
+                audit.logLine(actor: actor, action: "resolve", target: "alert:\(id)", details: details)
                 Console.print("alert \(id): resolved")
             }
         } catch let error as SupportError {

@@ -1,5 +1,5 @@
-import Observability
 import Foundation
+import Observability
 import Settlement
 
 /// `support lookup-order APPLE_ORDER_ID [--user U --order O [--transaction T]]` (SPEC 9.3).
@@ -13,7 +13,7 @@ enum SupportCommand {
             CommandFlag(name: "user", takesValue: true, help: "credit: the buyer (our user id)"),
             CommandFlag(name: "order", takesValue: true, help: "credit: the buyer's open order to credit"),
             CommandFlag(name: "transaction", takesValue: true, help: "credit: which transaction, when the Apple order has several"),
-            CommandFlag(name: "actor", takesValue: true, help: "who is crediting (logged; default $USER)"),
+            CommandFlag(name: "actor", takesValue: true, help: "who looks up and credits (audit log, ledger row; default: the operating system user)"),
         ],
         positionals: 2...2)
 
@@ -25,11 +25,22 @@ enum SupportCommand {
         let appleOrderID = options.positionals[1]
         let user = options.flag("user"), order = options.flag("order")
         guard (user == nil) == (order == nil) else { throw UsageError("support lookup-order credits with both --user and --order, or neither") }
-        let actor = options.flag("actor") ?? runtime.environment["USER"] ?? "support"
+        let actor = options.flag("actor") ?? NSUserName()
         return try await AppStoreAccess.with(runtime, applicationName: "receipt-worker-support") { access in
             let desk = OrderLookupDesk(client: access.client, api: access.api, signedData: access.signedData, metrics: access.metrics,
                                        logger: runtime.logger)
-            let found = try await desk.lookUp(appleOrderID: appleOrderID)
+            // Found or failed, each lookup is kept (the console's find box answers the id later) and audited.
+            let audit = AuditLog(client: access.client, logger: runtime.logger)
+            let lookups = OrderLookupLog(client: access.client, audit: audit)
+            let found: OrderLookupResult
+            do {
+                found = try await desk.lookUp(appleOrderID: appleOrderID)
+            } catch let failure as OrderLookupError {
+                try await lookups.failed(appleOrderID: appleOrderID, reason: failure.description, actor: actor)
+                throw failure
+            }
+            try await lookups.found(appleOrderID: appleOrderID, transactionIDs: found.transactions.map(\.transactionID),
+                                    userID: OrderLookupLog.knownUser(found.transactions.map(\.creditedUserID)), actor: actor)
             Console.print(table(found))
             guard let user, let order else { return 0 }
             let chosen = options.flag("transaction")
@@ -38,9 +49,20 @@ enum SupportCommand {
                 throw UsageError(candidates.isEmpty ? "no creditable transaction in Apple order \(appleOrderID)"
                                                     : "Apple order \(appleOrderID) has several transactions: pass --transaction ID")
             }
+            let target = "transaction:\(transaction.transactionID)"
+            @Sendable func details(_ result: OrderCreditResult) -> [String: String] {
+                let word = if case .credited = result { "credited" } else { "already_credited" }
+                return ["apple_order_id": appleOrderID, "user_id": user, "order_id": order, "result": word, "via": "cli"]
+            }
             do {
-                switch try await desk.credit(appleOrderID: appleOrderID, transactionID: transaction.transactionID, userID: user,
-                                             orderID: order, actor: actor) {
+                let result = try await desk.credit(appleOrderID: appleOrderID, transactionID: transaction.transactionID, userID: user,
+                                                   orderID: order, actor: actor) { connection, result in
+                    try await lookups.credited(on: connection, appleOrderID: appleOrderID, transactionID: transaction.transactionID,
+                                               userID: user, actor: actor)
+                    try await audit.insert(on: connection, actor: actor, action: "lookup_credit", target: target, details: details(result))
+                }
+                audit.logLine(actor: actor, action: "lookup_credit", target: target, details: details(result))
+                switch result {
                 case .credited(let orderID): Console.print("transaction \(transaction.transactionID): credited to order \(orderID)")
                 case .alreadyCredited(let orderID):
                     Console.print("transaction \(transaction.transactionID): already credited to order \(orderID); nothing changed")

@@ -2,7 +2,7 @@ import Postgres
 
 /// What the header's "find" box found: each thing the text names, with the page that shows it.
 public struct FindMatch: Sendable, Equatable {
-    public enum Kind: String, Sendable { case job, user, order, transaction }
+    public enum Kind: String, Sendable { case job, user, order, transaction, appleOrder = "Apple order" }
     public let kind: Kind
     public let key: String
     public let userID: String?
@@ -10,8 +10,9 @@ public struct FindMatch: Sendable, Equatable {
 }
 
 /// The one "find" box (SPEC 10): the text may be a job id (`#6` too), a user id, an order id, an
-/// Apple transaction or original transaction id — support rarely knows which the buyer sent —
-/// so each is tried against jobs, the ledger, the orders and the alerts, each on its own index.
+/// Apple transaction or original transaction id, or an Apple order id (from the buyer's receipt
+/// e-mail, known once looked up) — support rarely knows which the buyer sent — so each is tried
+/// against jobs, the ledger, the orders, the alerts and the lookups, each on its own index.
 struct ConsoleFind: Sendable {
     let client: PostgresClient
 
@@ -29,6 +30,13 @@ struct ConsoleFind: Sendable {
     static let alertsSQL = "SELECT transaction_id, order_id, user_id, job_id FROM iap.alerts WHERE transaction_id = $1 OR order_id = $1 LIMIT 20"
     /// Jobs that still carry the order id themselves (a pending job before any ledger row).
     static let jobsByOrderSQL = "SELECT id, user_id FROM iap.jobs WHERE order_id = $1 ORDER BY id DESC LIMIT 2"
+
+    /// An Apple order id is stored only by a lookup (console or `support lookup-order`): its
+    /// transactions lead on to the ledger rows, their jobs and their buyers.
+    static let appleOrderSQL = """
+        SELECT user_id, transaction_ids FROM iap.apple_order_lookups WHERE apple_order_id = $1 AND result = 'found' ORDER BY id DESC LIMIT 20
+        """
+    static let ledgerByTransactionsSQL = "SELECT transaction_id, user_id, job_id FROM iap.credits WHERE transaction_id = ANY($1::text[])"
 
     /// `#6` and `6` both mean job 6; anything else is looked up as typed.
     static func jobID(_ text: String) -> Int? {
@@ -68,11 +76,34 @@ struct ConsoleFind: Sendable {
                 add(FindMatch(kind: .transaction, key: text, userID: user, href: Self.userHref(user)))
             }
         }
+        try await findAppleOrder(text, add: add)
         if !matches.contains(where: { $0.kind == .order }), let row = try await client.query(Self.jobsByOrderSQL, [text]).first {
             let user: String? = try row.decode(at: 1)
             add(FindMatch(kind: .order, key: text, userID: user, href: "/jobs\(FormFields.query(["q": text]))"))
         }
         return matches
+    }
+
+    /// Each transaction a lookup of the Apple order found, at its job or buyer; when none is in the
+    /// ledger, the buyer the lookup named, or else the lookup page to ask Apple again (and credit).
+    private func findAppleOrder(_ text: String, add: (FindMatch) -> Void) async throws {
+        var transactions: [String] = [], users: [String] = []
+        for row in try await client.query(Self.appleOrderSQL, [text]) {
+            if let user = try row.decode(String?.self, at: 0), !users.contains(user) { users.append(user) }
+            for transaction in try row.decode([String].self, at: 1) where !transactions.contains(transaction) { transactions.append(transaction) }
+        }
+        guard !transactions.isEmpty || !users.isEmpty else { return }
+        let ledger = Array(try await client.query(Self.ledgerByTransactionsSQL, [transactions]))
+        for row in ledger {
+            let user: String = try row.decode(at: 1)
+            let job: Int? = try row.decode(at: 2)
+            add(FindMatch(kind: .transaction, key: try row.decode(at: 0), userID: user, href: job.map { "/jobs/\($0)" } ?? Self.userHref(user)))
+        }
+        if ledger.isEmpty {
+            let user = users.count == 1 ? users[0] : nil
+            add(FindMatch(kind: .appleOrder, key: text, userID: user,
+                          href: user.map(Self.userHref) ?? "/lookup\(FormFields.query(["apple_order_id": text]))"))
+        }
     }
 
     static func userHref(_ user: String) -> String { "/users\(FormFields.query(["id": user]))" }

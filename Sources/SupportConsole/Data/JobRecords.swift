@@ -77,16 +77,17 @@ public struct AlertRow: Sendable {
     public let state: String
     public let firstSeenAt: Date
     public let resolution: String?
+    public let resolvedAt: Date?
 
     public var isCreditable: Bool { state == "open" && kind == "paid_not_credited" && transactionID != nil }
 
-    static let columns = "id, kind, transaction_id, job_id, user_id, order_id, product_id, reason, state, first_seen_at, resolution"
+    static let columns = "id, kind, transaction_id, job_id, user_id, order_id, product_id, reason, state, first_seen_at, resolution, resolved_at"
 
     static func decode(_ row: PostgresRow) throws -> AlertRow {
         AlertRow(id: try row.decode(at: 0), kind: try row.decode(at: 1), transactionID: try row.decode(at: 2), jobID: try row.decode(at: 3),
                  userID: try row.decode(at: 4), orderID: try row.decode(at: 5), productID: try row.decode(at: 6),
                  reason: try row.decode(at: 7), state: try row.decode(at: 8), firstSeenAt: try row.decode(at: 9),
-                 resolution: try row.decode(at: 10))
+                 resolution: try row.decode(at: 10), resolvedAt: try row.decode(at: 11))
     }
 }
 
@@ -104,5 +105,23 @@ public struct OrderRow: Sendable {
         OrderRow(orderID: try row.decode(at: 0), productID: try row.decode(at: 1), quantity: try row.decode(at: 2),
                  status: try row.decode(at: 3), createdAt: try row.decode(at: 4), creditedAt: try row.decode(at: 5),
                  transactionID: try row.decode(at: 6))
+    }
+}
+
+/// One Apple order id lookup (`iap.apple_order_lookups`), from the console or `support lookup-order`.
+public struct OrderLookupRow: Sendable {
+    public let appleOrderID: String
+    public let userID: String?
+    public let transactionIDs: [String]
+    public let found: Bool
+    public let reason: String?
+    public let actor: String
+    public let at: Date
+
+    static let columns = "apple_order_id, user_id, transaction_ids, result = 'found', reason, actor, at"
+
+    static func decode(_ row: PostgresRow) throws -> OrderLookupRow {
+        OrderLookupRow(appleOrderID: try row.decode(at: 0), userID: try row.decode(at: 1), transactionIDs: try row.decode(at: 2),
+                       found: try row.decode(at: 3), reason: try row.decode(at: 4), actor: try row.decode(at: 5), at: try row.decode(at: 6))
     }
 }

@@ -10,9 +10,11 @@ public struct UserActivity: Sendable {
     /// Older jobs follow (the page shows a link to them instead of silently stopping).
     public let moreJobs: Bool
     public let jobsBefore: Int?
+    /// Apple order id lookups that named this buyer (a transaction of theirs, or a credit to them).
+    public var lookups: [OrderLookupRow] = []
 
     public var refunds: [LedgerRow] { ledger.filter { $0.revokedAt != nil } }
-    public var isEmpty: Bool { orders.isEmpty && ledger.isEmpty && alerts.isEmpty && jobs.isEmpty }
+    public var isEmpty: Bool { orders.isEmpty && ledger.isEmpty && alerts.isEmpty && jobs.isEmpty && lookups.isEmpty }
 }
 
 struct UserActivityStore: Sendable {
@@ -36,6 +38,8 @@ struct UserActivityStore: Sendable {
         ORDER BY id DESC LIMIT $2
         """
 
+    static let lookupsSQL = "SELECT \(OrderLookupRow.columns) FROM iap.apple_order_lookups WHERE user_id = $1 ORDER BY id DESC LIMIT $2"
+
     func load(_ userID: String, jobsBefore: Int? = nil) async throws -> UserActivity {
         let jobs = try await client.query(Self.jobsSQL, [userID, Self.limit + 1, jobsBefore ?? Int.max]).map(JobSummary.decode)
         return UserActivity(
@@ -43,6 +47,7 @@ struct UserActivityStore: Sendable {
             orders: try await client.query(Self.ordersSQL, [userID, Self.limit]).map(OrderRow.decode),
             ledger: try await client.query(Self.ledgerSQL, [userID, Self.limit]).map(LedgerRow.decode),
             alerts: try await client.query(Self.alertsSQL, [userID, Self.limit]).map(AlertRow.decode),
-            jobs: Array(jobs.prefix(Self.limit)), moreJobs: jobs.count > Self.limit, jobsBefore: jobsBefore)
+            jobs: Array(jobs.prefix(Self.limit)), moreJobs: jobs.count > Self.limit, jobsBefore: jobsBefore,
+            lookups: try await client.query(Self.lookupsSQL, [userID, Self.limit]).map(OrderLookupRow.decode))
     }
 }

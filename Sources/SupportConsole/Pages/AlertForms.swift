@@ -50,7 +50,7 @@ struct AlertForms {
     private var resolve: HTML {
         let unpaid = alert.kind == "paid_not_credited"
         let check: HTML = unpaid ? """
-            <label class="check"><input type="checkbox" name="unpaid_ok" value="yes" required> the buyer is owed nothing</label>
+            <label class="check"><input type="checkbox" name="confirm_no_credit" value="yes" required> the buyer is owed nothing</label>
             """ : ""
         let confirm: HTML = unpaid ? """
              data-confirm="Resolve without crediting? \(alert.userID) paid for \(alert.productID) (transaction \(alert.transactionID)) and gets nothing from this."

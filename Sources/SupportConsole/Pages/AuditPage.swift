@@ -1,3 +1,5 @@
+import Settlement
+
 /// The audit log, newest first, keyset pages.
 struct AuditPage {
     let entries: [AuditEntry]

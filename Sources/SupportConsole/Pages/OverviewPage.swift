@@ -11,6 +11,7 @@ struct OverviewPage {
     let now: Date
     /// Of the attention jobs, those whose payment is in the ledger now (not broken any more).
     var creditedSince = 0
+    var workers = WorkersAlive(names: [], leader: nil, connected: 0)
 
     func render(_ user: ConsoleUser) -> HTML {
         let states = HTML.join(QueueSnapshot.states.map { state -> HTML in
@@ -32,6 +33,7 @@ struct OverviewPage {
             <section class="card"><h2>Jobs by state</h2><dl class="stats">\(states)\
             <div><dt>oldest queued</dt><dd>\(DisplayFormat.age(queue.oldestQueuedAgeSeconds))</dd></div></dl></section>
             <section class="card"><h2>Open alerts</h2><dl class="stats">\(alerts)</dl></section>
+            \(WorkersCard(workers: workers, queued: queue.jobsByState["queued"] ?? 0).render())
             </div>
             <div class="grid">
             \(window(hour, title: "Last hour", bucketWord: "minute"))

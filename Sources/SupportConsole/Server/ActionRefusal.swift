@@ -19,6 +19,8 @@ struct ActionRefusal: Error {
         case .notCreditable(let reason): "this alert cannot be credited (\(reason)); resolve it with a note instead."
         case .orderNotFound(let order): "there is no order \(order); check the id against the buyer's open orders."
         case .orderMismatch(let reason): "\(reason)."
+        case .noCreditNotConfirmed: "the buyer paid and was not credited; tick “the buyer is owed nothing” to close it without "
+            + "crediting, or credit it to an order instead."
         }
         self.init(message: "\(verb): \(why)", alertID: alertID)
     }

@@ -35,14 +35,18 @@ extension ConsoleApp {
             let id = try alertID(params)
             return try await answer(form, user: user, back: "/alerts", alertID: id, typed: ["note"]) {
                 let note = try form.required("note", label: "A note", maxLength: 2000)
+                let noCredit = form.text("confirm_no_credit") == "yes"
+                // The decision not to credit is part of the record.
+                let details = noCredit ? ["note": note, "confirm_no_credit": "yes"] : ["note": note]
                 do {
-                    try await desk.resolve(alertID: id, note: "\(note) (by \(user.name))") { connection, _ in
-                        try await audit.insert(on: connection, actor: user.name, action: "resolve", target: "alert:\(id)", details: ["note": note])
+                    // The checkbox is `required` in the browser too; this is the check that counts.
+                    try await desk.resolve(alertID: id, note: "\(note) (by \(user.name))", confirmedNoCredit: noCredit) { connection, _ in
+                        try await audit.insert(on: connection, actor: user.name, action: "resolve", target: "alert:\(id)", details: details)
                     }
                 } catch let refusal as SupportError {
                     throw ActionRefusal(refusal, alertID: id, verb: "Not resolved")
                 }
-                audit.logLine(actor: user.name, action: "resolve", target: "alert:\(id)", details: ["note": note])
+                audit.logLine(actor: user.name, action: "resolve", target: "alert:\(id)", details: details)
                 return Flash(message: "Alert #\(id): resolved.", tone: "ok", alertID: id)
             }
         })
@@ -50,18 +54,19 @@ extension ConsoleApp {
             try await answer(form, user: user, back: "/lookup", typed: ["apple_order_id"]) {
                 let lookup = try requireLookup()
                 let appleOrderID = try appleOrderIDField(form)
+                let transactions: [LookedUpTransaction]
                 do {
-                    let transactions = try await lookup.lookUp(appleOrderID: appleOrderID)
-                    try await audit.record(actor: user.name, action: "lookup", target: "apple_order:\(appleOrderID)",
-                                           details: ["transactions": String(transactions.count)])
-                    return Flash(message: "Apple returned \(transactions.count) transaction(s) for \(appleOrderID).", tone: "ok",
-                                 fields: ["apple_order_id": appleOrderID], lookup: (appleOrderID, transactions))
+                    transactions = try await lookup.lookUp(appleOrderID: appleOrderID)
                 } catch let failure as OrderLookupError {
-                    // Failed lookups are audited too: who asked Apple about which order, and what came back.
-                    try await audit.record(actor: user.name, action: "lookup", target: "apple_order:\(appleOrderID)",
-                                           details: ["result": "failed", "reason": failure.description])
+                    // Failed lookups are kept and audited too: who asked Apple about which order, and what came back.
+                    try await lookups.failed(appleOrderID: appleOrderID, reason: failure.description, actor: user.name)
                     throw ActionRefusal(failure)
                 }
+                // Kept so the find box answers this Apple order id from now on (SPEC 10).
+                try await lookups.found(appleOrderID: appleOrderID, transactionIDs: transactions.map(\.transactionID),
+                                        userID: OrderLookupLog.knownUser(transactions.map(\.creditedUserID)), actor: user.name)
+                return Flash(message: "Apple returned \(transactions.count) transaction(s) for \(appleOrderID).", tone: "ok",
+                             fields: ["apple_order_id": appleOrderID], lookup: LookupShown(appleOrderID: appleOrderID, transactions: transactions))
             }
         })
         router.post("/lookup/credit", action { _, _, user, form in
@@ -76,13 +81,15 @@ extension ConsoleApp {
                 do {
                     let result = try await lookup.credit(appleOrderID: appleOrderID, transactionID: transactionID, userID: userID,
                                                          orderID: orderID, actor: user.name) { connection, result in
+                        try await lookups.credited(on: connection, appleOrderID: appleOrderID, transactionID: transactionID,
+                                                   userID: userID, actor: user.name)
                         try await audit.insert(on: connection, actor: user.name, action: "lookup_credit", target: target,
                                                details: details.merging(["result": result]) { $1 })
                     }
                     audit.logLine(actor: user.name, action: "lookup_credit", target: target, details: details.merging(["result": result]) { $1 })
                     let transactions = try await lookup.lookUp(appleOrderID: appleOrderID)
                     return Flash(message: "Transaction \(transactionID): \(result).", tone: "ok",
-                                 fields: ["apple_order_id": appleOrderID], lookup: (appleOrderID, transactions))
+                                 fields: ["apple_order_id": appleOrderID], lookup: LookupShown(appleOrderID: appleOrderID, transactions: transactions))
                 } catch let failure as OrderLookupError {
                     try await audit.record(actor: user.name, action: "lookup_credit", target: target,
                                            details: details.merging(["result": "refused", "reason": failure.description]) { $1 })
@@ -108,7 +115,7 @@ extension ConsoleApp {
             flash = Flash(message: bad.message, tone: "bad", alertID: alertID)
             flash.fields = Dictionary(uniqueKeysWithValues: typed.compactMap { name in form.text(name).map { (name, $0) } })
         }
-        let token = flashes.put(flash, owner: user.name)
+        let token = try await flashes.put(flash, session: user.csrfToken)
         return Responses.redirect(ReturnPath.with(back, flash: token, alertID: flash.alertID))
     }
 

@@ -47,6 +47,8 @@ struct ConsoleApp: Sendable {
     let logger: Logger
     let lookup: (any AppleOrderLookup)?
     let audit: AuditLog
+    /// Apple order id lookups, kept for the find box, with their audit rows.
+    let lookups: OrderLookupLog
     let users: ConsoleUsers
     let sessions: SessionStore
     let gatekeeper: Gatekeeper
@@ -56,7 +58,7 @@ struct ConsoleApp: Sendable {
     /// The exactly-once manual credit `alerts credit` uses.
     let desk: SupportDesk
     /// Outcomes and refusals of forms, for the page each redirects to.
-    let flashes = FlashStore()
+    let flashes: FlashStore
 
     init(configuration: ConsoleConfiguration, client: PostgresClient, registry: MetricsRegistry, logger: Logger,
          lookup: (any AppleOrderLookup)?) {
@@ -66,6 +68,8 @@ struct ConsoleApp: Sendable {
         self.logger = logger
         self.lookup = lookup
         audit = AuditLog(client: client, logger: logger)
+        lookups = OrderLookupLog(client: client, audit: audit)
+        flashes = FlashStore(client: client)
         users = ConsoleUsers(client: client, hasher: configuration.passwordHasher)
         sessions = SessionStore(client: client, lifetimeSeconds: configuration.sessionSeconds, idleSeconds: configuration.idleSeconds)
         gatekeeper = Gatekeeper(configuration: configuration, sessions: sessions, users: users, audit: audit, logger: logger)

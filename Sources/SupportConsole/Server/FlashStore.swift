@@ -1,12 +1,10 @@
 import Foundation
 import HTTP
-import Synchronization
+import Postgres
 
 /// What a form's POST leaves for the page it redirects to (post/redirect/get): the outcome or
-/// error in words, the fields as typed, a lookup's results. Kept in this process for a few
-/// minutes under a random token that only its owner may read; a token from another console
-/// process, or an expired one, reads as nothing and the page asks to try again.
-struct Flash: Sendable {
+/// error in words, the fields as typed, a lookup's results.
+struct Flash: Sendable, Codable {
     var message: String
     /// "ok" or "bad": the notice's colour.
     var tone: String
@@ -14,34 +12,49 @@ struct Flash: Sendable {
     var fields: [String: String] = [:]
     /// The alert a credit or resolve was about, so its row carries the message.
     var alertID: Int? = nil
-    var lookup: (appleOrderID: String, transactions: [LookedUpTransaction])? = nil
+    var lookup: LookupShown? = nil
 }
 
-final class FlashStore: Sendable {
-    private struct Entry { let owner: String; let flash: Flash; let expires: Date }
-    private let entries = Mutex<[String: Entry]>([:])
-    static let lifetime: TimeInterval = 600
-    static let capacity = 10_000
+/// A lookup's answer, shown on the page the lookup redirects to.
+struct LookupShown: Sendable, Codable {
+    let appleOrderID: String
+    let transactions: [LookedUpTransaction]
+}
 
-    func put(_ flash: Flash, owner: String) -> String {
+/// Form results in `iap.console_form_results`, so any console process behind a load balancer can
+/// show what another one did: under a random token, for ten minutes, read once, and only by the
+/// session that posted the form (a token from another session, a used or an expired one reads as
+/// nothing and the page asks to try again). Each put sweeps a few expired rows, oldest first.
+struct FlashStore: Sendable {
+    let client: PostgresClient
+    static let lifetimeSeconds = 600.0
+
+    static let putSQL = """
+        WITH swept AS (
+            DELETE FROM iap.console_form_results WHERE token = ANY(ARRAY(
+                SELECT token FROM iap.console_form_results WHERE expires_at < now() ORDER BY expires_at LIMIT 20)))
+        INSERT INTO iap.console_form_results (token, session_hash, result, expires_at)
+        VALUES ($1, sha256(convert_to($2, 'UTF8')), $3::jsonb, now() + make_interval(secs => $4))
+        """
+    static let takeSQL = """
+        DELETE FROM iap.console_form_results
+        WHERE token = $1 AND session_hash = sha256(convert_to($2, 'UTF8')) AND expires_at > now()
+        RETURNING result::text
+        """
+
+    /// `session` is the session's CSRF token: secret, one per session, and carried by every page.
+    func put(_ flash: Flash, session: String) async throws -> String {
         let token = UUID().uuidString.lowercased()
-        let now = Date()
-        entries.withLock { entries in
-            if entries.count >= Self.capacity { entries = entries.filter { $0.value.expires > now } }
-            if entries.count < Self.capacity {
-                entries[token] = Entry(owner: owner, flash: flash, expires: now + Self.lifetime)
-            }
-        }
+        let json = String(decoding: try JSONEncoder().encode(flash), as: UTF8.self)
+        _ = try await client.query(Self.putSQL, [token, session, json, Self.lifetimeSeconds])
         return token
     }
 
-    /// Read, not consumed: a reload of the page shows the same result (the lookup's table).
-    func get(_ token: String?, owner: String) -> Flash? {
-        guard let token else { return nil }
-        return entries.withLock { entries in
-            guard let entry = entries[token], entry.owner == owner, entry.expires > Date() else { return nil }
-            return entry.flash
-        }
+    /// The result once: a reload of the page shows it no more (the change it reports is on the page itself).
+    func take(_ token: String?, session: String) async throws -> Flash? {
+        guard let token, token.count <= 64 else { return nil }
+        guard let row = try await client.query(Self.takeSQL, [token, session]).first else { return nil }
+        return try? JSONDecoder().decode(Flash.self, from: Data(try row.decode(String.self, at: 0).utf8))
     }
 }
 
@@ -77,8 +90,9 @@ struct FormContext: Sendable {
 }
 
 extension ConsoleApp {
-    func formContext(_ request: HTTPRequest, _ form: FormFields, user: ConsoleUser) -> FormContext {
+    func formContext(_ request: HTTPRequest, _ form: FormFields, user: ConsoleUser) async throws -> FormContext {
         let query = (request.query ?? "").split(separator: "&").filter { !$0.hasPrefix("flash=") }.joined(separator: "&")
-        return FormContext(returnTo: request.path + (query.isEmpty ? "" : "?" + query), flash: flashes.get(form.text("flash"), owner: user.name))
+        return FormContext(returnTo: request.path + (query.isEmpty ? "" : "?" + query),
+                           flash: try await flashes.take(form.text("flash"), session: user.csrfToken))
     }
 }

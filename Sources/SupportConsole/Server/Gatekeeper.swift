@@ -2,6 +2,7 @@ import COpenSSL
 import Foundation
 import HTTP
 import Observability
+import Settlement
 
 /// Who is asking: a session cookie, or (SSO mode) a header set by a trusted proxy. Answers
 /// either the user (and any cookie to set) or the response that refuses the request.

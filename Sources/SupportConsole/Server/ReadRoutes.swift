@@ -16,8 +16,9 @@ extension ConsoleApp {
             async let hour = ThroughputStore(client: client).lastHour()
             async let day = ThroughputStore(client: client).lastDay()
             async let creditedSince = CreditedSince.count(client)
+            async let workers = WorkersAlive.load(client)
             let page = OverviewPage(queue: try await queue, openAlerts: try await alerts, hour: try await hour, day: try await day, now: Date(),
-                                    creditedSince: try await creditedSince)
+                                    creditedSince: try await creditedSince, workers: try await workers)
             return Responses.html(page.render(user))
         })
         router.get("/jobs", readable { _, _, user, form in
@@ -36,7 +37,7 @@ extension ConsoleApp {
             let userID = try form.required("id", label: "A user id", maxLength: 500)
             let activity = try await UserActivityStore(client: client).load(userID, jobsBefore: try form.cursor("jobs_before"))
             let openOrders = try await OpenOrders.load(client, for: activity.alerts)
-            return Responses.html(UserPage(activity: activity, context: formContext(request, form, user: user), openOrders: openOrders).render(user))
+            return Responses.html(UserPage(activity: activity, context: try await formContext(request, form, user: user), openOrders: openOrders).render(user))
         })
         router.get("/find", readable { _, _, user, form in
             let text = try form.required("q", label: "What to find", maxLength: 500).trimmingCharacters(in: .whitespaces)
@@ -55,7 +56,7 @@ extension ConsoleApp {
             let open = cursors.resolved == nil ? try await board.page(state: "open", before: cursors.open, kind: kind) : none
             let resolved = cursors.open == nil ? try await board.page(state: "resolved", before: cursors.resolved, kind: kind) : none
             let page = AlertsPage(kind: kind, open: open.alerts, openHasMore: open.hasMore, resolved: resolved.alerts, resolvedHasMore: resolved.hasMore,
-                                  cursors: cursors, context: formContext(request, form, user: user),
+                                  cursors: cursors, context: try await formContext(request, form, user: user),
                                   openOrders: try await OpenOrders.load(client, for: open.alerts))
             return Responses.html(page.render(user))
         })
@@ -67,11 +68,11 @@ extension ConsoleApp {
         router.get("/lookup", supportPage { request, _, user, form in
             // A lookup's POST leaves its results (or its failure) here; the find box hands an
             // unknown id over typed in but not yet sent to Apple.
-            let context = formContext(request, form, user: user)
+            let context = try await formContext(request, form, user: user)
             let result = context.flash?.lookup
             let typed = context.flash?.fields["apple_order_id"] ?? form.text("apple_order_id")
             let expired = form.text("flash") != nil && context.flash == nil
-            let notice = expired ? (text: "That result has expired; look the order id up again.", tone: "bad")
+            let notice = expired ? (text: "That result is shown once and for ten minutes; look the order id up again to see it.", tone: "bad")
                 : context.flash.map { (text: $0.message, tone: $0.tone) }
             return Responses.html(LookupPage(available: lookup != nil, appleOrderID: result?.appleOrderID, typed: typed,
                                              transactions: result?.transactions ?? [], notice: notice).render(user))

@@ -18,6 +18,13 @@ enum StaticAssets {
         header.top form.find { display: flex; gap: .35rem; flex: 1 1 14rem; max-width: 26rem; }
         header.top form.find input { flex: 1 1 auto; }
         header.top form.find button { background: transparent; border-color: #8893a3; }
+        /* The buyer's verdict: one click selects it all for pasting into a reply. */
+        p.verdict { font-size: 1.05rem; font-weight: 600; padding: .6rem .75rem; border-left: 4px solid var(--accent); background: var(--wash);
+                    user-select: all; -webkit-user-select: all; overflow-wrap: anywhere; margin: .25rem 0; }
+        ol.timeline { list-style: none; padding: 0; margin: 0; }
+        ol.timeline li { display: flex; flex-wrap: wrap; gap: .1rem .75rem; padding: .35rem 0; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
+        ol.timeline time { color: var(--muted); font-variant-numeric: tabular-nums; flex: 0 0 auto; min-width: 11.5rem; }
+        ol.timeline span { flex: 1 1 18rem; }
         main { max-width: 1200px; margin: 0 auto; padding: 1rem; }
         h1 { font-size: 1.35rem; margin: .3rem 0 1rem; }
         h2 { font-size: 1.05rem; margin: 1.5rem 0 .5rem; }
@@ -80,7 +87,7 @@ enum StaticAssets {
         @media (pointer: coarse), (max-width: 640px) {
             button, input[type=text], input[type=search], input[type=password], select, summary { min-height: 44px; }
             header.top nav a, .pager a, header.top .brand { display: inline-flex; align-items: center; min-height: 44px; }
-            td a, dd a, .filter a, .next-steps a { display: inline-flex; align-items: center; min-height: 44px; }
+            td a, dd a, .filter a, .next-steps a, ol.timeline a { display: inline-flex; align-items: center; min-height: 44px; }
             label.check input { width: 24px; height: 24px; }
             label.check { min-height: 44px; }
             form.inline input[type=text] { flex: 1 1 12rem; }

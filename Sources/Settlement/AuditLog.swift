@@ -12,10 +12,17 @@ public struct AuditEntry: Sendable {
     public let detailsJSON: String
 }
 
-/// Every console action (credit, resolve, lookup, login, failed login) as a row and a log line (SPEC 10).
+/// Every support action (credit, resolve, lookup, login, failed login), from the console and from
+/// the CLI (`alerts credit`, `alerts resolve`, `support lookup-order`), as a row and a log line
+/// (SPEC 10). The one writer of `iap.audit_log`; the log event stays `console_audit` for both.
 public struct AuditLog: Sendable {
     let client: PostgresClient
     let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
 
     static let insertSQL = "INSERT INTO iap.audit_log (actor, action, target, details) VALUES ($1, $2, $3, $4::jsonb)"
     static let pageSQL = """
@@ -23,7 +30,7 @@ public struct AuditLog: Sendable {
         WHERE id < $1 ORDER BY id DESC LIMIT $2
         """
 
-    /// A row of its own (sign-ins, lookups, refusals: nothing else to commit with it), and the log line.
+    /// A row of its own (sign-ins, refusals: nothing else to commit with it), and the log line.
     public func record(actor: String, action: String, target: String?, details: [String: String] = [:]) async throws {
         _ = try await client.query(Self.insertSQL, Self.binds(actor, action, target, details))
         logLine(actor: actor, action: action, target: target, details: details)

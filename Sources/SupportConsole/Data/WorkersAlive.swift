@@ -1,0 +1,34 @@
+import Postgres
+
+/// Which workers are alive, from what they already write (no heartbeat table of their own):
+/// the `leased_by` of running jobs whose lease has not expired, the holder of an unexpired
+/// leadership lease (`iap.leader`, renewed every few seconds by the leader), and the worker
+/// processes' lease sessions connected to the database (a `work` process with a pool of two or more keeps one, named
+/// `receipt-worker-work-leader`; through a pooler this count may be missing, never too high).
+struct WorkersAlive: Sendable {
+    let names: [String]
+    let leader: String?
+    let connected: Int
+
+    static let leasingSQL = """
+        SELECT DISTINCT leased_by FROM iap.jobs
+        WHERE state = 'running' AND lease_expires_at > now() AND leased_by IS NOT NULL LIMIT 100
+        """
+    static let leaderSQL = "SELECT leader_id FROM iap.leader WHERE expires_at > now() ORDER BY name LIMIT 10"
+    static let connectedSQL = """
+        SELECT count(*)::bigint FROM pg_stat_activity WHERE application_name = 'receipt-worker-work-leader' AND datname = current_database()
+        """
+
+    static func load(_ client: PostgresClient) async throws -> WorkersAlive {
+        var names: [String] = []
+        let leaders = try await client.query(Self.leaderSQL).map { try $0.decode(String.self, at: 0) }
+        for name in try await client.query(Self.leasingSQL).map({ try $0.decode(String.self, at: 0) }) + leaders where !names.contains(name) {
+            names.append(name)
+        }
+        let connected = try await client.query(Self.connectedSQL)[0].decode(Int.self, at: 0)
+        return WorkersAlive(names: names.sorted(), leader: leaders.first, connected: connected)
+    }
+
+    /// Processes that hold no lease and run no job still count when their session is connected.
+    var count: Int { max(names.count, connected) }
+}

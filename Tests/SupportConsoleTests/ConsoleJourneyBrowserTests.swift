@@ -1,0 +1,76 @@
+import Foundation
+import SupportConsole
+import TestSupport
+import XCTest
+
+/// Issue 23's journeys in a real Chromium, at laptop (1280×800) and phone (390×844) size: find a
+/// buyer from the header box, read the story and the verdict, credit their paid_not_credited
+/// alert through the open-order picker with the confirm, go Back to a page without a live Credit
+/// button, and use the console by keyboard only.
+final class ConsoleJourneyBrowserTests: XCTestCase {
+    static let sizes = [(1280, 800, "laptop"), (390, 844, "phone")]
+
+    func testFindTheBuyerReadTheStoryCreditAndGoBackAtLaptopAndPhoneSize() async throws {
+        for (width, height, device) in Self.sizes {
+            try await withBrowser { browser, harness in
+                try await browser.setWindow(width: width, height: height)
+                try await signIn(browser, harness, as: "sam")
+                let alert = harness.fixture.paidNotCreditedAlert
+                // The header's find box, from the overview.
+                try await browser.type("form.find input[name=q]", "alice")
+                try await browser.click("form.find button")
+                try await expectSoon { try await browser.title().hasPrefix("User alice") }
+                let verdict = try await browser.execute("return document.querySelector('p.verdict').innerText;") as? String
+                XCTAssertEqual(verdict, "Paid (transaction 2000000000000001, coins_100) but not credited: open alert #\(alert) — credit it to an open order.",
+                               device)
+                let story = try await browser.execute("return Array.from(document.querySelectorAll('ol.timeline li')).map(e => e.innerText);") as? [String] ?? []
+                XCTAssertTrue(story.first?.contains("Order order-alice-1 created") == true, "\(device): \(story)")
+                XCTAssertTrue(story.contains { $0.contains("Alert #\(alert) raised") }, "\(device): \(story)")
+                // Credit through the picker; the confirm names user, product, transaction and order.
+                try await browser.execute("window.confirm = function (q) { sessionStorage.setItem('asked', q); return true; };")
+                try await expectCount(browser, "form[action='/alerts/\(alert)/credit'] select[name=order_choice] option[value='order-alice-1']", 1)
+                try await browser.click("form[action='/alerts/\(alert)/credit'] button")
+                try await expectSoon { try await browser.source().contains("credited to order order-alice-1 and resolved") }
+                let asked = try await browser.execute("return sessionStorage.getItem('asked');") as? String
+                XCTAssertEqual(asked, "Credit coins_100 (Apple transaction 2000000000000001) of user alice to order order-alice-1?", device)
+                let credited = try await browser.execute("return document.querySelector('p.verdict').innerText;") as? String ?? ""
+                XCTAssertTrue(credited.hasPrefix("Credited coins_100 to order-alice-1 at ") && credited.hasSuffix(" by sam."), "\(device): \(credited)")
+                // Back to the page as it was before the credit: reloaded, no live Credit button.
+                _ = try await browser.execute("history.back(); return true;")
+                try await expectSoon { try await browser.currentURL().hasSuffix("/users?id=alice") }
+                try await expectSoon { try await browser.count("form[action='/alerts/\(alert)/credit']") == 0 }
+                let after = try await browser.execute("return document.querySelector('p.verdict').innerText;") as? String ?? ""
+                XCTAssertTrue(after.hasPrefix("Credited coins_100"), "\(device): Back shows today's verdict, not the snapshot: \(after)")
+            }
+        }
+    }
+
+    func testKeyboardOnlySkipLinkAndFindBoxAtLaptopAndPhoneSize() async throws {
+        for (width, height, device) in Self.sizes {
+            try await withBrowser { browser, harness in
+                try await browser.setWindow(width: width, height: height)
+                try await signIn(browser, harness, as: "vera")
+                try await browser.open(harness.baseURL + "/alerts")
+                // The first Tab reaches the skip link; Enter puts the focus on the content.
+                try await browser.press(WebDriver.tab)
+                let first = try await browser.execute("return document.activeElement.className;") as? String
+                XCTAssertEqual(first, "skip", device)
+                try await browser.press(WebDriver.enter)
+                try await expectSoon { (try await browser.execute("return document.activeElement.id;") as? String) == "main" }
+                // From the top again, Tab reaches the find box within a few presses; Enter submits it.
+                try await browser.open(harness.baseURL + "/alerts")
+                var presses = 0, onFindBox = false
+                while presses < 12 && !onFindBox {
+                    try await browser.press(WebDriver.tab)
+                    presses += 1
+                    onFindBox = try await browser.execute("return document.activeElement.matches('form.find input[name=q]');") as? Bool ?? false
+                }
+                XCTAssertTrue(onFindBox, "\(device): the find box is reachable by Tab")
+                try await browser.press("bob" + WebDriver.enter)
+                try await expectSoon { try await browser.title().hasPrefix("User bob") }
+                let verdict = try await browser.execute("return document.querySelector('p.verdict').innerText;") as? String ?? ""
+                XCTAssertTrue(verdict.hasPrefix("Credited coins_100 to order-bob-1 at "), "\(device): \(verdict)")
+            }
+        }
+    }
+}
