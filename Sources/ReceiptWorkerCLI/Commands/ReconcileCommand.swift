@@ -22,6 +22,9 @@ enum ReconcileCommand {
         positionals: 0...0)
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
+        // --json: stdout carries the JSON document alone, so log lines (alerts included) go to stderr.
+        let json = runtime.options.has("json")
+        let runtime = json ? Runtime(options: runtime.options, environment: runtime.environment, logSink: StandardErrorSink()) : runtime
         guard let text = runtime.options.flag("date"), let day = ReportDay(text) else {
             throw UsageError("reconcile needs --date YYYY-MM-DD (a Pacific-time reporting day)")
         }
@@ -42,7 +45,7 @@ enum ReconcileCommand {
             await client.close()
             throw error
         }
-        Console.print(runtime.options.has("json") ? result.json : table(result))
+        Console.print(json ? result.json : table(result))
         return 0
     }
 
@@ -61,8 +64,9 @@ enum ReconcileCommand {
         let rows = result.products.map { p in
             [p.productID, String(p.appleUnits), String(p.appleReturns), String(p.credited), String(p.revoked), String(p.gap)]
         }
-        let summary = result.gaps.isEmpty ? "reconciled: every product matches"
-            : "\(result.gaps.count) product(s) with a gap; \(result.alertsRaised) alert(s) opened"
+        let summary = (result.noSales ? "Apple published no report (no sales that day); " : "")
+            + (result.gaps.isEmpty ? "reconciled: every product matches"
+                : "\(result.gaps.count) product(s) with a gap; \(result.alertsRaised) alert(s) opened")
         let recovered = result.recovered.sorted { $0.key < $1.key }.map { product, c in
             "\n\(product): \(c.buyers) buyer(s)' histories pulled (\(c.unreachable) without a known transaction, \(c.historyFailures) failed); "
                 + "\(c.enqueued) missing transaction(s) handed to the queue"
