@@ -74,7 +74,8 @@ public struct Reconciler: Sendable {
                                                "alerts_resolved": .int(checked.alertsResolved), "no_sales": .bool(noSales)])
         var reconciled = checked
         // Only a shortfall has buyers to look for; units credited that Apple never sold wait for support.
-        if let recovery {
+        if let recovery, reconciled.gaps.contains(where: { $0.gap > 0 }) {
+            reconciled.notificationsEnqueued = await recovery.pullNotifications(of: day)
             for product in reconciled.gaps where product.gap > 0 {
                 let counts = try await recovery.recover(product: product.productID, day: day)
                 reconciled.recovered[product.productID] = counts

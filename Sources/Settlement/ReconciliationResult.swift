@@ -39,6 +39,8 @@ public struct ReconciliationResult: Sendable, Equatable {
     public var alertsResolved = 0
     /// Per product with a shortfall: the buyers whose histories were pulled and the jobs enqueued.
     public var recovered: [String: GapRecovery.Counts] = [:]
+    /// Undelivered notifications of the day pulled from Get Notification History and enqueued (nil: not pulled).
+    public var notificationsEnqueued: Int?
 
     /// Product-days that do not reconcile: units or returns differ.
     public var gaps: [ReconciledProduct] { products.filter { !$0.matches } }

@@ -92,7 +92,8 @@ final class ReconciliationEdgeTests: XCTestCase {
         await h.stop()
     }
 
-    /// Apple sold 3 units no client uploaded, by buyers with no open order or alert: the alert says nobody was found.
+    /// Apple sold 3 units no client uploaded, by buyers with no open order or alert: the alert says nobody was found,
+    /// and the one notification Apple failed to deliver that day is pulled from Get Notification History.
     func testAShortfallWhoseBuyersCannotBeFoundSaysSoInTheAlert() async throws {
         let f = try await SettlementFixture(serverAPI: true)
         let sim = f.simulator.serverAPI
@@ -102,11 +103,23 @@ final class ReconciliationEdgeTests: XCTestCase {
             vendorNumber: "85000001", privateKey: sim.apiPrivateKey, requestTimeout: .seconds(5)), transport: transport)
         let logger = Logger(minimumLevel: .debug, sink: f.logs)
         let reconciler = Reconciler(client: f.client, reports: reports, alerts: AlertRecorder(logger: logger, metrics: f.metrics, webhook: nil),
-                                    logger: logger, recovery: GapRecovery(client: f.client, api: try XCTUnwrap(f.api), logger: logger))
-        sim.injectUnuploadedSales(productID: "coins_100", count: 3, purchaseDate: pastDay.start.addingTimeInterval(12 * 3600))
+                                    logger: logger, recovery: GapRecovery(
+                                        client: f.client, api: try XCTUnwrap(f.api), logger: logger,
+                                        notifications: NotificationHistoryPuller(client: f.client, api: try XCTUnwrap(f.api), metrics: f.metrics, logger: logger)))
+        let noon = pastDay.start.addingTimeInterval(12 * 3600)
+        let sold = sim.injectUnuploadedSales(productID: "coins_100", count: 3, purchaseDate: noon)
+        let transaction = JWSTransactionPayload(transactionId: sold[0], originalTransactionId: sold[0], bundleId: SettlementFixture.bundleID,
+                                                productId: "coins_100", purchaseDate: noon, environment: "Production")
+        let undelivered = try sim.signingChain.signNotification(type: "ONE_TIME_CHARGE", uuid: UUID().uuidString, transaction: transaction,
+                                                               bundleID: SettlementFixture.bundleID, appAppleID: 4242, environment: .production,
+                                                               signedDate: noon)
+        sim.recordNotification(undelivered, sentAt: noon.addingTimeInterval(5), delivered: false)
 
         let result = try await reconciler.reconcile(pastDay)
         XCTAssertEqual(result.recovered["coins_100"], GapRecovery.Counts())
+        XCTAssertEqual(result.notificationsEnqueued, 1)
+        let notificationJobs = try await f.client.query("SELECT count(*) FROM iap.jobs WHERE kind = 'notification'")[0].decode(Int.self, at: 0)
+        XCTAssertEqual(notificationJobs, 1)
         let details = try await f.client.query("""
             SELECT details ->> 'buyers_found', details ->> 'transactions_enqueued', details ->> 'difference'
             FROM iap.alerts WHERE kind = 'reconciliation_gap' AND state = 'open'

@@ -56,7 +56,10 @@ enum ReconcileCommand {
         guard let api = try SettlementWiring.serverAPIClient(
             runtime.options, bundleID: bundleID, observer: AppleRequestMetrics(registry: registry, logger: runtime.logger),
             limiter: PostgresRateLimiter(client: client, limit: SettlementWiring.rateLimit(runtime.options))) else { return nil }
-        return GapRecovery(client: client, api: api, logger: runtime.logger)
+        // On demand, the day's undelivered notifications are pulled too (the leader's periodic pull already covers recent days).
+        return GapRecovery(client: client, api: api, logger: runtime.logger,
+                           notifications: NotificationHistoryPuller(client: client, api: api, metrics: SettlementMetrics(registry: registry),
+                                                                    logger: runtime.logger))
     }
 
     static func table(_ result: ReconciliationResult) -> String {
@@ -71,8 +74,9 @@ enum ReconcileCommand {
             "\n\(product): \(c.buyers) buyer(s)' histories pulled (\(c.unreachable) without a known transaction, \(c.historyFailures) failed); "
                 + "\(c.enqueued) missing transaction(s) handed to the queue"
         }
+        let notifications = result.notificationsEnqueued.map { "\nGet Notification History for the day: \($0) undelivered notification(s) handed to the queue" } ?? ""
         return "reconcile \(result.day) (Pacific): \(summary); \(result.alertsResolved) alert(s) resolved\n"
             + TextTable.render(header: ["product", "apple_units", "apple_returns", "credited", "revoked", "gap"], rows: rows)
-            + recovered.joined()
+            + recovered.joined() + notifications
     }
 }
