@@ -91,3 +91,34 @@ final class ConsoleReconciliationTests: XCTestCase {
         await harness.close()
     }
 }
+
+/// The Reconciliation page in headless Chromium at laptop and phone size: nothing wider than the screen,
+/// screenshots kept with the others under `.build/console-screenshots/`.
+final class ConsoleReconciliationBrowserTests: XCTestCase {
+    func testThePageFitsALaptopAndAPhone() async throws {
+        guard WebDriver.isInstalled else { throw XCTSkip("chromium and chromium-driver are not installed (.ci/run installs them)") }
+        let harness = try await ConsoleHarness()
+        let browser = try await WebDriver.start()
+        do {
+            _ = try await ConsoleReconciliationTests.load(harness.client)
+            try await browser.open(harness.baseURL + "/login")
+            try await browser.type("input[name=user]", "vera")
+            try await browser.type("input[name=password]", ConsoleHarness.password)
+            try await browser.click("form.login button")
+            _ = try await eventually(10) { try await browser.source().contains("Sign out") }
+            for (width, height, device) in [(1280, 800, "laptop"), (390, 844, "phone")] {
+                try await browser.setWindow(width: width, height: height)
+                try await browser.open(harness.baseURL + "/reconciliation")
+                let overflow = try await browser.execute("return document.documentElement.scrollWidth - document.documentElement.clientWidth") as? Int
+                XCTAssertEqual(overflow, 0, "\(device): the page is wider than the window")
+                try await browser.screenshot(to: "\(ConsoleBrowserTests.screenshots)/reconciliation-\(device).png")
+            }
+        } catch {
+            await browser.quit()
+            await harness.close()
+            throw error
+        }
+        await browser.quit()
+        await harness.close()
+    }
+}

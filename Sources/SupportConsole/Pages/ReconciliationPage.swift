@@ -26,8 +26,8 @@ struct ReconciliationPage {
     func render(_ user: ConsoleUser) -> HTML {
         let intro: HTML = """
             <p>Each Pacific day, Apple's daily sales summary is compared with the ledger per in-app product: units sold with \
-            credits, returns with revocations, by Apple purchase date. <a href="/alerts?kind=reconciliation_gap">Every \
-            reconciliation_gap alert</a></p>
+            credits, returns with revocations, by Apple purchase date. A day that differs raises a reconciliation_gap alert per \
+            product: <a href="/alerts?kind=reconciliation_gap">see them all</a>.</p>
             """
         let legend = Components.legend(days.map(\.status) + ["no sales", "gap (units)", "returns gap", "open", "resolved"], meaning: Self.meaning)
         let body: HTML = days.isEmpty ? "<p class=\"empty\">No day has been reconciled yet.</p>" : HTML.join(days.map(section))
