@@ -38,10 +38,15 @@ final class ConsoleReconciliationTests: XCTestCase {
         let harness = try await ConsoleHarness()
         let alert = try await Self.load(harness.client)
         let session = try ConsoleSession(baseURL: harness.baseURL)
+        let stranger = try await session.get("/reconciliation")
+        XCTAssertEqual(stranger.status, 303, "signed-in users only")
+        XCTAssertEqual(stranger.header("Location"), "/login?next=%2Freconciliation")
         _ = try await session.signIn("vera", password: ConsoleHarness.password)
 
         let first = try await session.get("/reconciliation")
         XCTAssertEqual(first.status, 200)
+        XCTAssertEqual(first.header("X-Frame-Options"), "DENY")
+        XCTAssertTrue(first.header("Content-Security-Policy")?.contains("script-src 'self'") ?? false)
         let html = first.text
         XCTAssertTrue(html.contains("href=\"/reconciliation\" aria-current=\"page\""), "a nav entry of its own")
         XCTAssertFalse(html.contains(Self.hostileProduct), "the product id is escaped")
