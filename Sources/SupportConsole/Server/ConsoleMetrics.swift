@@ -16,8 +16,9 @@ struct ConsoleMetrics: Sendable {
     static let pages: [String: String] = [
         "/": "overview", "/jobs": "jobs", "/jobs/{id}": "job", "/users": "user", "/alerts": "alerts",
         "/alerts/{id}/credit": "alert_credit", "/alerts/{id}/resolve": "alert_resolve", "/lookup": "lookup",
-        "/lookup/credit": "lookup_credit", "/audit": "audit", "/reconciliation": "reconciliation", "/login": "login", "/logout": "logout", "/find": "find",
+        "/lookup/credit": "lookup_credit", "/audit": "audit", "/login": "login", "/logout": "logout", "/find": "find",
         "/static/console.css": "static", "/static/console.js": "static", "/metrics": "metrics", "/healthz": "healthz",
+        "/reconciliation": "reconciliation",
     ]
 
     func observe(route: String, status: Int, seconds: Double) {

@@ -1,7 +1,8 @@
 /// The page shell: head, navigation, who is signed in (with the sign-out form), the content.
 enum Layout {
     static let sections: [(path: String, title: String)] = [
-        ("/", "Overview"), ("/jobs", "Jobs"), ("/alerts", "Alerts"), ("/reconciliation", "Reconciliation"), ("/lookup", "Apple order lookup"), ("/audit", "Audit log"),
+        ("/", "Overview"), ("/jobs", "Jobs"), ("/alerts", "Alerts"), ("/lookup", "Apple order lookup"), ("/audit", "Audit log"),
+        ("/reconciliation", "Reconciliation"),
     ]
 
     static func page(title: String, current: String, user: ConsoleUser?, refreshSeconds: Int = 0, _ content: HTML) -> HTML {
