@@ -38,22 +38,33 @@ public struct Reconciler: Sendable {
     }
 
     public func reconcile(_ day: ReportDay) async throws -> ReconciliationResult {
-        let apple: SalesSummaryReport
-        var noSales = false
-        switch await reports.dailySummary(for: day) {
-        case .failure(let error): throw ReconciliationError(apple: error)
-        case .success(.notYetAvailable):
+        guard let (apple, noSales) = try await download(day) else {
             logger.info("reconciliation_not_available", ["day": .string(day.description)])
             try await client.withConnection { try await store.saveOutcome(day, .notAvailable, noSales: false, on: $0) }
             return ReconciliationResult(day: day, available: false, products: [])
-        case .success(.noSales):
-            apple = .empty
-            noSales = true
-        case .success(.available(let report)): apple = report
         }
+        let checked = try await compare(day, apple, noSales: noSales)
+        logger.info("reconciliation_checked", ["day": .string(day.description), "products": .int(checked.products.count),
+                                               "gaps": .int(checked.gaps.count), "alerts_raised": .int(checked.alertsRaised),
+                                               "alerts_resolved": .int(checked.alertsResolved), "no_sales": .bool(noSales)])
+        guard let recovery else { return checked }
+        return try await recoverShortfalls(checked, recovery)
+    }
+
+    /// Apple's report for `day` (empty for a day with no sales); nil while Apple has not published it.
+    private func download(_ day: ReportDay) async throws -> (SalesSummaryReport, noSales: Bool)? {
+        switch await reports.dailySummary(for: day) {
+        case .failure(let error): throw ReconciliationError(apple: error)
+        case .success(.notYetAvailable): return nil
+        case .success(.noSales): return (.empty, true)
+        case .success(.available(let report)): return (report, false)
+        }
+    }
+
+    /// One transaction: the ledger's side, the day's rows, its gap alerts raised or resolved, its outcome.
+    private func compare(_ day: ReportDay, _ apple: SalesSummaryReport, noSales: Bool) async throws -> ReconciliationResult {
         let (checked, opened) = try await client.transaction { connection in
-            let ledger = try await store.ledger(day, on: connection)
-            let products = Self.compare(apple.inAppUnits, ledger)
+            let products = Self.compare(apple.inAppUnits, try await store.ledger(day, on: connection))
             try await store.saveDays(day, products, on: connection)
             var result = ReconciliationResult(day: day, available: true, noSales: noSales, products: products)
             var opened: [(NewAlert, Int)] = []
@@ -69,20 +80,22 @@ public struct Reconciler: Sendable {
         }
         // Announced once committed, as every alert is.
         for (alert, id) in opened { alerts.announce(alert, id: id, repeated: false) }
-        logger.info("reconciliation_checked", ["day": .string(day.description), "products": .int(checked.products.count),
-                                               "gaps": .int(checked.gaps.count), "alerts_raised": .int(checked.alertsRaised),
-                                               "alerts_resolved": .int(checked.alertsResolved), "no_sales": .bool(noSales)])
-        var reconciled = checked
-        // Only a shortfall has buyers to look for; units credited that Apple never sold wait for support.
-        if let recovery, reconciled.gaps.contains(where: { $0.gap > 0 }) {
-            reconciled.notificationsEnqueued = await recovery.pullNotifications(of: day)
-            for product in reconciled.gaps where product.gap > 0 {
-                let counts = try await recovery.recover(product: product.productID, day: day)
-                reconciled.recovered[product.productID] = counts
-                try await client.withConnection { try await store.noteRecovery(day, product.productID, counts, on: $0) }
-            }
+        return checked
+    }
+
+    /// Only a shortfall has buyers to look for; units credited that Apple never sold wait for support.
+    /// What each pull found is added to the product-day's alert.
+    private func recoverShortfalls(_ checked: ReconciliationResult, _ recovery: GapRecovery) async throws -> ReconciliationResult {
+        var result = checked
+        let shortfalls = checked.gaps.filter { $0.gap > 0 }
+        guard !shortfalls.isEmpty else { return result }
+        result.notificationsEnqueued = await recovery.pullNotifications(of: checked.day)
+        for product in shortfalls {
+            let counts = try await recovery.recover(product: product.productID, day: checked.day)
+            result.recovered[product.productID] = counts
+            try await client.withConnection { try await store.noteRecovery(checked.day, product.productID, counts, on: $0) }
         }
-        return reconciled
+        return result
     }
 
     /// The ledger aggregation of `day`, for plans (bench reconcile shows it is index-backed).
