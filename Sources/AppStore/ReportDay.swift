@@ -40,6 +40,11 @@ public struct ReportDay: Sendable, Hashable, Comparable, CustomStringConvertible
     public var end: Date { Self.calendar.date(byAdding: .day, value: 1, to: start)! }
     public var next: ReportDay { ReportDay(containing: end) }
 
+    /// When Apple's daily report for this day is due: 8 a.m. Pacific the next day (App Store Connect Help,
+    /// "Sales and Trends reports availability": "Reports are generally available by 8 a.m. Pacific Time";
+    /// https://developer.apple.com/help/app-store-connect/reference/sales-and-trends-reports-availability).
+    public var reportDueAt: Date { Self.calendar.date(bySettingHour: 8, minute: 0, second: 0, of: end)! }
+
     public var description: String {
         func pad(_ n: Int, _ width: Int) -> String { String(repeating: "0", count: max(0, width - String(n).count)) + String(n) }
         return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))"

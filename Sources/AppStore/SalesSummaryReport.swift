@@ -26,6 +26,9 @@ public struct SalesSummaryReport: Sendable, Equatable {
 
     public var rows: [Row]
 
+    /// A day with no sales: Apple publishes no report for it.
+    public static let empty = SalesSummaryReport(rows: [])
+
     /// Parses the report's text. `day`, when given, must be the report's only Begin and End Date.
     public static func parse(_ text: String, day: ReportDay? = nil) throws(SalesReportParseError) -> SalesSummaryReport {
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
@@ -50,7 +53,7 @@ public struct SalesSummaryReport: Sendable, Equatable {
             throw SalesReportParseError(line: number, "\(fields.count) fields, the layout has \(SalesReportLayout.columns.count)")
         }
         let unitsText = fields[SalesReportLayout.units]
-        guard let units = Int(unitsText), units != 0 else {
+        guard let units = wholeUnits(unitsText), units != 0 else {
             throw SalesReportParseError(line: number, "Units '\(unitsText)' is not a non-zero whole number")
         }
         let sku = String(fields[SalesReportLayout.sku]), type = String(fields[SalesReportLayout.productType])
@@ -64,14 +67,24 @@ public struct SalesSummaryReport: Sendable, Equatable {
                    countryCode: String(fields[SalesReportLayout.countryCode]))
     }
 
+    /// Units are whole numbers; Apple's field reference types the column DECIMAL(18,2), so "3.00" reads as 3.
+    static func wholeUnits(_ text: Substring) -> Int? {
+        if let units = Int(text) { return units }
+        guard let dot = text.firstIndex(of: "."), text[text.index(after: dot)...].allSatisfy({ $0 == "0" }) else { return nil }
+        return Int(text[..<dot])
+    }
+
     private static func isReportDate(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         return bytes.count == 10 && bytes[2] == UInt8(ascii: "/") && bytes[5] == UInt8(ascii: "/")
             && [0, 1, 3, 4, 6, 7, 8, 9].allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[$0]) }
     }
 
-    /// In-app rows only (their product type identifiers), summed per product (the SKU column: for an
-    /// in-app purchase, its product ID); returns counted as positive units. Sorted by product.
+    /// In-app rows only (their product type identifiers), summed per product; returns counted as positive
+    /// units. Sorted by product. The product is the SKU column: "For in-app purchases, the field will populate
+    /// the Product ID as set in App Store Connect" (App Store Connect Help, "Summary Sales Report",
+    /// https://developer.apple.com/help/app-store-connect/reference/summary-sales-report). Not Apple Identifier
+    /// (Apple's numeric id) nor Parent Identifier (the SKU of the app the purchase belongs to).
     public var inAppUnits: [ProductUnits] {
         var byProduct: [String: ProductUnits] = [:]
         for row in rows where row.isInApp {

@@ -35,6 +35,9 @@ extension SimServerAPI {
         return .json(status: 200, (try? encoder.encode(value)) ?? Data("{}".utf8))
     }
 
+    static let noSalesDetail = "There were no sales for the date specified."
+    static let notYetAvailableDetail = "Report is not available yet. Daily reports for the Americas are available by 8 am Pacific Time."
+
     func salesReport(_ request: HTTPRequest, now: Date = Date()) -> HTTPResponse {
         func value(_ name: String) -> String? { Self.queryValue(name, in: request.query) }
         if let (status, code) = connectGate(authorization: request.header("Authorization"), vendorNumber: value("filter[vendorNumber]"), now: now) {
@@ -46,9 +49,13 @@ extension SimServerAPI {
               let day = value("filter[reportDate]").flatMap(ReportDay.init) else {
             return Self.connectError(400, "PARAMETER_ERROR.INVALID", detail: "apple-sim serves DAILY SALES SUMMARY 1_0 reports for a YYYY-MM-DD reportDate")
         }
-        // Apple answers 404 both before the day is published and for a day with no sales.
-        guard let text = salesBook.report(for: day, now: now), text.split(separator: "\n").count > 1 else {
-            return Self.connectError(404, "NOT_FOUND", detail: "There were no sales for the date specified.")
+        // Apple answers 404 NOT_FOUND both before the day is published and for a day with no sales (a Summary
+        // Sales report exists only for a day with at least one unit sold); the detail tells them apart.
+        guard let text = salesBook.report(for: day, now: now) else {
+            return Self.connectError(404, "NOT_FOUND", detail: Self.notYetAvailableDetail)
+        }
+        guard text.split(separator: "\n").count > 1 else {
+            return Self.connectError(404, "NOT_FOUND", detail: Self.noSalesDetail)
         }
         guard let gzip = try? Gzip.compress(Array(text.utf8)) else { return .error(status: 500, "gzip failed") }
         return HTTPResponse(status: 200, headers: [("Content-Type", "application/a-gzip")], body: gzip)

@@ -26,11 +26,30 @@ public struct GapRecovery: Sendable {
     /// Pages of one customer's history read at most (a page holds up to 20 transactions).
     static let maxPages = 50
 
-    public init(client: PostgresClient, api: AppStoreServerAPIClient, logger: Logger, maxBuyers: Int = .max) {
+    /// Reads the gap day's undelivered notifications; nil leaves them to the leader's periodic pull.
+    let notifications: NotificationHistoryPuller?
+
+    public init(client: PostgresClient, api: AppStoreServerAPIClient, logger: Logger, maxBuyers: Int = .max,
+                notifications: NotificationHistoryPuller? = nil) {
         self.client = client
         self.api = api
         self.logger = logger
         self.maxBuyers = max(1, maxBuyers)
+        self.notifications = notifications
+    }
+
+    /// Get Notification History (failures only) for the Pacific `day` and the hour after it (a purchase's
+    /// notification follows it): each undelivered notification is enqueued as `POST /v1/notifications` would,
+    /// reaching buyers no open order or alert names. Returns the new jobs; nil when not configured or Apple failed.
+    public func pullNotifications(of day: ReportDay, now: Date = Date()) async -> Int? {
+        guard let notifications else { return nil }
+        let span = DateInterval(start: day.start, end: max(day.start, min(day.end.addingTimeInterval(3600), now)))
+        do {
+            return try await notifications.backfill(span).enqueued
+        } catch {
+            logger.warning("reconciliation_notification_history_failed", ["day": .string(day.description), "reason": .string("\(error)")])
+            return nil
+        }
     }
 
     public func recover(product: String, day: ReportDay) async throws -> Counts {

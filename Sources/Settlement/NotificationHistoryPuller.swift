@@ -49,7 +49,11 @@ public struct NotificationHistoryPuller: Sendable {
 
     /// `notifications backfill --since`: one pull of the last `since` seconds, now, outside the cursor.
     public func backfill(since: TimeInterval, now: Date = Date()) async throws -> Counts {
-        let span = DateInterval(start: max(now.addingTimeInterval(-since), now.addingTimeInterval(-oldestStart)), end: now)
+        try await backfill(DateInterval(start: max(now.addingTimeInterval(-since), now.addingTimeInterval(-oldestStart)), end: now))
+    }
+
+    /// One pull of `span`, outside the cursor (also a reconciliation gap's day: its undelivered notifications).
+    public func backfill(_ span: DateInterval) async throws -> Counts {
         var token: String?
         return try await pull(span, from: { token }, budget: nil, maxPages: .max, save: { page, next, connection in
             token = next

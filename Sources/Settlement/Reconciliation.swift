@@ -38,19 +38,35 @@ public struct Reconciler: Sendable {
     }
 
     public func reconcile(_ day: ReportDay) async throws -> ReconciliationResult {
-        let apple: SalesSummaryReport
+        guard let (apple, noSales) = try await download(day) else {
+            logger.info("reconciliation_not_available", ["day": .string(day.description)])
+            try await client.withConnection { try await store.saveOutcome(day, .notAvailable, noSales: false, on: $0) }
+            return ReconciliationResult(day: day, available: false, products: [])
+        }
+        let checked = try await compare(day, apple, noSales: noSales)
+        logger.info("reconciliation_checked", ["day": .string(day.description), "products": .int(checked.products.count),
+                                               "gaps": .int(checked.gaps.count), "alerts_raised": .int(checked.alertsRaised),
+                                               "alerts_resolved": .int(checked.alertsResolved), "no_sales": .bool(noSales)])
+        guard let recovery else { return checked }
+        return try await recoverShortfalls(checked, recovery)
+    }
+
+    /// Apple's report for `day` (empty for a day with no sales); nil while Apple has not published it.
+    private func download(_ day: ReportDay) async throws -> (SalesSummaryReport, noSales: Bool)? {
         switch await reports.dailySummary(for: day) {
         case .failure(let error): throw ReconciliationError(apple: error)
-        case .success(.notYetAvailable):
-            logger.info("reconciliation_not_available", ["day": .string(day.description)])
-            return ReconciliationResult(day: day, available: false, products: [])
-        case .success(.available(let report)): apple = report
+        case .success(.notYetAvailable): return nil
+        case .success(.noSales): return (.empty, true)
+        case .success(.available(let report)): return (report, false)
         }
+    }
+
+    /// One transaction: the ledger's side, the day's rows, its gap alerts raised or resolved, its outcome.
+    private func compare(_ day: ReportDay, _ apple: SalesSummaryReport, noSales: Bool) async throws -> ReconciliationResult {
         let (checked, opened) = try await client.transaction { connection in
-            let ledger = try await store.ledger(day, on: connection)
-            let products = Self.compare(apple.inAppUnits, ledger)
+            let products = Self.compare(apple.inAppUnits, try await store.ledger(day, on: connection))
             try await store.saveDays(day, products, on: connection)
-            var result = ReconciliationResult(day: day, available: true, products: products)
+            var result = ReconciliationResult(day: day, available: true, noSales: noSales, products: products)
             var opened: [(NewAlert, Int)] = []
             for product in result.gaps {
                 let alert = Self.alert(day, product)
@@ -59,21 +75,27 @@ public struct Reconciler: Sendable {
             }
             result.alertsRaised = opened.count
             result.alertsResolved = try await store.resolveGaps(day, stillOpen: result.gaps.map(\.productID), on: connection)
+            try await store.saveOutcome(day, result.gaps.isEmpty ? .clean : .gap, noSales: noSales, on: connection)
             return (result, opened)
         }
         // Announced once committed, as every alert is.
         for (alert, id) in opened { alerts.announce(alert, id: id, repeated: false) }
-        logger.info("reconciliation_checked", ["day": .string(day.description), "products": .int(checked.products.count),
-                                               "gaps": .int(checked.gaps.count), "alerts_raised": .int(checked.alertsRaised),
-                                               "alerts_resolved": .int(checked.alertsResolved)])
-        var reconciled = checked
-        // Only a shortfall has buyers to look for; units credited that Apple never sold wait for support.
-        if let recovery {
-            for product in reconciled.gaps where product.gap > 0 {
-                reconciled.recovered[product.productID] = try await recovery.recover(product: product.productID, day: day)
-            }
+        return checked
+    }
+
+    /// Only a shortfall has buyers to look for; units credited that Apple never sold wait for support.
+    /// What each pull found is added to the product-day's alert.
+    private func recoverShortfalls(_ checked: ReconciliationResult, _ recovery: GapRecovery) async throws -> ReconciliationResult {
+        var result = checked
+        let shortfalls = checked.gaps.filter { $0.gap > 0 }
+        guard !shortfalls.isEmpty else { return result }
+        result.notificationsEnqueued = await recovery.pullNotifications(of: checked.day)
+        for product in shortfalls {
+            let counts = try await recovery.recover(product: product.productID, day: checked.day)
+            result.recovered[product.productID] = counts
+            try await client.withConnection { try await store.noteRecovery(checked.day, product.productID, counts, on: $0) }
         }
-        return reconciled
+        return result
     }
 
     /// The ledger aggregation of `day`, for plans (bench reconcile shows it is index-backed).
@@ -89,11 +111,24 @@ public struct Reconciler: Sendable {
     }
 
     static func alert(_ day: ReportDay, _ p: ReconciledProduct) -> NewAlert {
-        let reason = p.gap > 0 ? "Apple sold \(p.gap) more unit(s) of \(p.productID) on \(day) than the ledger credited"
-            : "the ledger credited \(-p.gap) unit(s) of \(p.productID) on \(day) that Apple's sales report does not show"
-        return NewAlert(kind: .reconciliationGap, productID: p.productID, reason: reason,
-                        details: ["product": p.productID, "day": day.description, "apple_units": String(p.appleUnits),
-                                  "apple_returns": String(p.appleReturns), "credited": String(p.credited),
-                                  "revoked": String(p.revoked), "difference": String(p.gap)])
+        NewAlert(kind: .reconciliationGap, productID: p.productID, reason: reason(day, p),
+                 details: ["product": p.productID, "day": day.description, "apple_units": String(p.appleUnits),
+                           "apple_returns": String(p.appleReturns), "credited": String(p.credited),
+                           "revoked": String(p.revoked), "difference": String(p.gap), "returns_difference": String(p.returnsGap)])
+    }
+
+    /// Each way the product-day disagrees, in words.
+    static func reason(_ day: ReportDay, _ p: ReconciledProduct) -> String {
+        var parts: [String] = []
+        if p.gap > 0 { parts.append("Apple sold \(p.gap) more unit(s) of \(p.productID) on \(day) than the ledger credited") }
+        if p.gap < 0 && p.appleUnits == 0 {
+            parts.append("the ledger credited \(p.credited) unit(s) of \(p.productID) on \(day) but Apple sold none")
+        } else if p.gap < 0 {
+            parts.append("the ledger credited \(-p.gap) unit(s) of \(p.productID) on \(day) that Apple's sales report does not show")
+        }
+        if p.returnsGap != 0 {
+            parts.append("Apple counted \(p.appleReturns) return(s) of \(p.productID) on \(day); the ledger revoked \(p.revoked)")
+        }
+        return parts.joined(separator: "; ")
     }
 }

@@ -20,20 +20,30 @@ public struct ReconciledProduct: Sendable, Equatable {
 
     /// SPEC 11: Apple's units minus ours. Negative: we credited units Apple never sold.
     public var gap: Int { appleUnits - credited }
+    /// Apple's returned units minus our revocations: a refund we did not revoke (positive), or a
+    /// revocation Apple shows no return for (negative).
+    public var returnsGap: Int { appleReturns - revoked }
+    /// The product-day reconciles: units and returns both agree.
+    public var matches: Bool { gap == 0 && returnsGap == 0 }
 }
 
 /// What `reconcile --date D` found; `available: false` when Apple has not published the day yet.
 public struct ReconciliationResult: Sendable, Equatable {
     public var day: ReportDay
     public var available: Bool
+    /// Apple had no report for a day past its publication time: no sales that day (compared as zero units).
+    public var noSales = false
     public var products: [ReconciledProduct]
     /// Gap alerts raised (new) and resolved by this run.
     public var alertsRaised = 0
     public var alertsResolved = 0
     /// Per product with a shortfall: the buyers whose histories were pulled and the jobs enqueued.
     public var recovered: [String: GapRecovery.Counts] = [:]
+    /// Undelivered notifications of the day pulled from Get Notification History and enqueued (nil: not pulled).
+    public var notificationsEnqueued: Int?
 
-    public var gaps: [ReconciledProduct] { products.filter { $0.gap != 0 } }
+    /// Product-days that do not reconcile: units or returns differ.
+    public var gaps: [ReconciledProduct] { products.filter { !$0.matches } }
 
     /// Exactly SPEC 11's shape: `{"day", "available", "products": [{"product_id", "apple_units",
     /// "apple_returns", "credited", "revoked", "gap"}]}`.

@@ -61,7 +61,8 @@ struct ReconciliationStore: Sendable {
         INSERT INTO iap.alerts (kind, product_id, reason, details, last_notified_at, notified_count)
         VALUES ('reconciliation_gap', $1, $2,
                 jsonb_build_object('product', $1::text, 'day', $3::text, 'apple_units', $4::bigint, 'apple_returns', $5::bigint,
-                                   'credited', $6::bigint, 'revoked', $7::bigint, 'difference', $8::bigint),
+                                   'credited', $6::bigint, 'revoked', $7::bigint, 'difference', $8::bigint,
+                                   'returns_difference', $9::bigint),
                 now(), 1)
         ON CONFLICT (product_id, (details ->> 'day')) WHERE state = 'open' AND kind = 'reconciliation_gap'
         DO UPDATE SET details = excluded.details, reason = excluded.reason
@@ -70,7 +71,7 @@ struct ReconciliationStore: Sendable {
 
     func raiseGap(_ day: ReportDay, _ p: ReconciledProduct, reason: String, on connection: PostgresConnection) async throws -> (id: Int, opened: Bool) {
         let row = try await connection.query(Self.raiseGapSQL, [
-            p.productID, reason, day.description, p.appleUnits, p.appleReturns, p.credited, p.revoked, p.gap,
+            p.productID, reason, day.description, p.appleUnits, p.appleReturns, p.credited, p.revoked, p.gap, p.returnsGap,
         ])[0]
         return (try row.decode(Int.self, at: 0), try row.decode(Bool.self, at: 1))
     }

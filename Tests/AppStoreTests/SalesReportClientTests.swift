@@ -41,6 +41,27 @@ final class SalesReportClientTests: XCTestCase {
         await h.stop()
     }
 
+    /// Apple answers 404 NOT_FOUND for a day it has no report for; past 8 a.m. Pacific the next day that
+    /// is a day with no sales, before it (or when Apple says "not available yet") the report is awaited.
+    func testAMissingReportIsADayWithNoSalesOnlyOnceItIsDue() async throws {
+        let day = ReportDay("2026-03-07")!  // the clocks spring forward that night in Cupertino
+        XCTAssertEqual(day.reportDueAt, Date(timeIntervalSince1970: 1_772_982_000), "8 a.m. PDT on March 8 is 15:00 UTC")
+        let noSales = ["There were no sales for the date specified."]
+        XCTAssertEqual(SalesReportClient.missingReport(day, details: noSales, now: day.end.addingTimeInterval(3600)), .notYetAvailable)
+        XCTAssertEqual(SalesReportClient.missingReport(day, details: noSales, now: day.reportDueAt), .noSales)
+        XCTAssertEqual(SalesReportClient.missingReport(day, details: ["Report is not available yet. Daily reports are available by 8 am."],
+                                                       now: day.reportDueAt.addingTimeInterval(86_400)), .notYetAvailable)
+
+        let h = try SimHarness.start()
+        let past = ReportDay(containing: Date().addingTimeInterval(-3 * 86_400))
+        let none = await (try client(h)).dailySummary(for: past)
+        XCTAssertEqual(none, .success(.noSales), "apple-sim sold nothing that day")
+        h.sim.serverAPI.salesBook.reportDelay = 10 * 86_400
+        let held = await (try client(h)).dailySummary(for: past)
+        XCTAssertEqual(held, .success(.notYetAvailable), "apple-sim says the report is not available yet")
+        await h.stop()
+    }
+
     func testTheSimulatorChecksTheTeamKeyTokenAsAppleDoes() async throws {
         let h = try SimHarness.start()
         let day = ReportDay(containing: Date().addingTimeInterval(-86_400))

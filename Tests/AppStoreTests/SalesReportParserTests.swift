@@ -7,6 +7,7 @@ import XCTest
 final class SalesReportParserTests: XCTestCase {
     let day = ReportDay("2026-11-20")!
 
+    /// The product is the SKU column (an in-app purchase's Product ID), not Apple Identifier nor Parent Identifier.
     func testInAppRowsAreSummedPerProductOverCountriesWithReturnsApart() throws {
         let text = SimSalesReportText.text([
             .init(productID: "coins_100", productType: "IA1", units: 7, countryCode: "US"),
@@ -38,6 +39,8 @@ final class SalesReportParserTests: XCTestCase {
         XCTAssertEqual(refused(good.replacingOccurrences(of: "Units\t", with: "Quantity\t")), 1)
         XCTAssertEqual(refused(good.replacingOccurrences(of: "\tIA1\t1\t", with: "\tIA1\tone\t")), 2)
         XCTAssertEqual(refused(good.replacingOccurrences(of: "\tIA1\t1\t", with: "\tIA1\t1.5\t")), 2)
+        XCTAssertNil(refused(good.replacingOccurrences(of: "\tIA1\t1\t", with: "\tIA1\t1.00\t")), "Units is DECIMAL(18,2) in Apple's reference")
+        XCTAssertEqual(refused(good.replacingOccurrences(of: "\tIA1\t1\t", with: "\tIA1\t.00\t")), 2)
         XCTAssertEqual(refused(good.replacingOccurrences(of: "\tIA1\t1\t", with: "\tIA1\t1\textra\t")), 2)
         XCTAssertEqual(refused(good + "\n"), 3, "a blank line inside the report")
         XCTAssertEqual(refused(good, day: ReportDay("2026-11-21")), 2, "a row of another day")

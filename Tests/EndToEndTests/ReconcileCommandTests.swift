@@ -56,10 +56,11 @@ final class ReconcileCommandTests: XCTestCase {
 
         let json = try await ChildProcess.run([binary, "reconcile", "--date", day.description, "--json"], environment: env)
         XCTAssertEqual(json.code, 0, json.stderr)
-        // Log lines (the alert's, at error level) share stdout; the JSON is the last line.
-        XCTAssertTrue(json.stdout.contains("event=reconciliation_gap"), json.stdout)
-        XCTAssertEqual(json.stdout.split(separator: "\n").last.map(String.init), #"{"day":"\#(day)","available":true,"products":["#
-                       + #"{"product_id":"gems_10","apple_units":3,"apple_returns":0,"credited":1,"revoked":0,"gap":2}]}"#)
+        // stdout is the JSON document alone (a pipe into jq works); the log lines, the alert's included, go to stderr.
+        XCTAssertEqual(json.stdout, #"{"day":"\#(day)","available":true,"products":["#
+                       + #"{"product_id":"gems_10","apple_units":3,"apple_returns":0,"credited":1,"revoked":0,"gap":2}]}"# + "\n")
+        XCTAssertTrue(json.stderr.contains("event=reconciliation_gap"), json.stderr)
+        XCTAssertNotNil(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)))
         let open = try await client.query("SELECT details ->> 'difference' FROM iap.alerts WHERE kind = 'reconciliation_gap' AND state = 'open'")
         XCTAssertEqual(try open.map { try $0.decode(String.self, at: 0) }, ["2"])
 
@@ -81,9 +82,10 @@ final class ReconcileCommandTests: XCTestCase {
         XCTAssertTrue(table.stdout.contains("reconciled: every product matches; 1 alert(s) resolved"), table.stdout)
         XCTAssertTrue(table.stdout.contains("gems_10"), table.stdout)
 
-        let today = try await ChildProcess.run([binary, "reconcile", "--date", ReportDay(containing: Date()).description, "--json"], environment: env)
+        let today = try await ChildProcess.run([binary, "reconcile", "--date", ReportDay(containing: Date()).description, "--json"],
+                                               environment: env.merging(["LOG_LEVEL": "info"]) { $1 })
         XCTAssertEqual(today.code, 0, today.stderr)
-        XCTAssertTrue(today.stdout.contains(#""available":false"#), today.stdout)
+        XCTAssertEqual(today.stdout, #"{"day":"\#(ReportDay(containing: Date()))","available":false,"products":[]}"# + "\n", "LOG_LEVEL=info's lines went to stderr")
 
         let wrongVendor = try await ChildProcess.run([binary, "reconcile", "--date", day.description],
                                                      environment: env.merging(["APPSTORECONNECT_VENDOR_NUMBER": "1"]) { $1 })

@@ -12,66 +12,15 @@ import XCTest
 /// where Apple sold more (or we credited more) opens one `reconciliation_gap` alert, re-runs change
 /// nothing, and the alert resolves once the ledger matches.
 final class ReconciliationTests: XCTestCase {
-    private struct Harness {
-        let client: PostgresClient
-        let sim: AppleSimulator
-        let transport: SocketHTTPTransport
-        let reconciler: Reconciler
-        let logs: CapturingLogSink
-    }
-
-    private func harness() async throws -> Harness {
-        let url = try await TestDatabase.fresh()
-        let client = PostgresClient(conninfo: url, maxConnections: 2)
-        let sim = AppleSimulator()
-        try sim.start()
-        let transport = try SocketHTTPTransport()
-        let reports = try SalesReportClient(configuration: AppStoreConnectConfiguration(
-            baseURL: sim.baseURL, issuerID: SimServerAPI.defaultIssuerID, keyID: SimServerAPI.defaultKeyID, vendorNumber: "85000001",
-            privateKey: sim.serverAPI.apiPrivateKey, requestTimeout: .seconds(5)), transport: transport)
-        let logs = CapturingLogSink()
-        let logger = Logger(minimumLevel: .debug, sink: logs)
-        let alerts = AlertRecorder(logger: logger, metrics: SettlementMetrics(registry: MetricsRegistry()), webhook: nil)
-        return Harness(client: client, sim: sim, transport: transport,
-                       reconciler: Reconciler(client: client, reports: reports, alerts: alerts, logger: logger), logs: logs)
-    }
-
-    private func stop(_ h: Harness) async {
-        await h.client.close()
-        await h.transport.shutdown()
-        await h.sim.shutdown(grace: .seconds(1))
-    }
-
-    /// A ledger credit as the worker writes one (its order first).
-    private func credit(_ h: Harness, _ transactionID: String, product: String, purchasedAt: Date, revokedAt: Date? = nil,
-                        environment: String = "Production") async throws {
-        _ = try await h.client.query("INSERT INTO iap.orders (order_id, user_id, product_id, status) VALUES ($1, 'u-1', $2, 'credited')",
-                                     ["o-\(transactionID)", product])
-        _ = try await h.client.query("""
-            INSERT INTO iap.credits (transaction_id, order_id, user_id, product_id, quantity, environment, purchased_at, revoked_at)
-            VALUES ($1, $2, 'u-1', $3, 1, $4, $5, $6)
-            """, ["\(transactionID)", "o-\(transactionID)", product, environment, purchasedAt, revokedAt])
-    }
-
-    private func openGaps(_ h: Harness) async throws -> [String: String] {
-        var gaps: [String: String] = [:]
-        for row in try await h.client.query("""
-            SELECT product_id, details ->> 'difference' FROM iap.alerts WHERE kind = 'reconciliation_gap' AND state = 'open'
-            """) {
-            gaps[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1)
-        }
-        return gaps
-    }
-
     func testAGapOpensOneAlertReRunsChangeNothingAndAMatchResolvesIt() async throws {
-        let h = try await harness()
+        let h = try await ReconciliationHarness.start()
         let day = ReportDay(containing: Date().addingTimeInterval(-86_400))
         let noon = day.start.addingTimeInterval(12 * 3600)
         let sold = h.sim.serverAPI.injectUnuploadedSales(productID: "coins_100", count: 5, purchaseDate: noon)
-        for id in sold.prefix(3) { try await credit(h, id, product: "coins_100", purchasedAt: noon) }
-        try await credit(h, "forged-1", product: "coins_500", purchasedAt: noon)                    // Apple never sold it
-        try await credit(h, "sandbox-1", product: "coins_100", purchasedAt: noon, environment: "Sandbox")  // not in Apple's books
-        try await credit(h, "other-day", product: "coins_100", purchasedAt: day.end.addingTimeInterval(60))
+        for id in sold.prefix(3) { try await h.credit(id, product: "coins_100", purchasedAt: noon) }
+        try await h.credit("forged-1", product: "coins_500", purchasedAt: noon)                    // Apple never sold it
+        try await h.credit("sandbox-1", product: "coins_100", purchasedAt: noon, environment: "Sandbox")  // not in Apple's books
+        try await h.credit("other-day", product: "coins_100", purchasedAt: day.end.addingTimeInterval(60))
 
         let first = try await h.reconciler.reconcile(day)
         XCTAssertTrue(first.available)
@@ -81,7 +30,7 @@ final class ReconciliationTests: XCTestCase {
         ])
         XCTAssertEqual(first.products.map(\.gap), [2, -1])
         XCTAssertEqual(first.alertsRaised, 2)
-        let opened = try await openGaps(h)
+        let opened = try await h.openGaps()
         XCTAssertEqual(opened, ["coins_100": "2", "coins_500": "-1"])
         XCTAssertEqual(h.logs.lines.filter { $0.contains("reconciliation_gap") }.count, 2)
         XCTAssertEqual(first.json, #"{"day":"\#(day)","available":true,"products":["#
@@ -95,22 +44,22 @@ final class ReconciliationTests: XCTestCase {
         XCTAssertEqual(alertCount, 2)
 
         // The two missing purchases get credited; the forged credit is moved off the day by support.
-        for id in sold.suffix(2) { try await credit(h, id, product: "coins_100", purchasedAt: noon) }
+        for id in sold.suffix(2) { try await h.credit(id, product: "coins_100", purchasedAt: noon) }
         _ = try await h.client.query("UPDATE iap.credits SET purchased_at = $1 WHERE transaction_id = 'forged-1'", [day.start.addingTimeInterval(-60)])
         let clean = try await h.reconciler.reconcile(day)
         XCTAssertEqual(clean.gaps, [])
         XCTAssertEqual(clean.alertsResolved, 2)
-        let stillOpen = try await openGaps(h)
+        let stillOpen = try await h.openGaps()
         XCTAssertEqual(stillOpen, [:])
         let rows = try await h.client.query("""
             SELECT product_id, apple_units, credited FROM iap.reconciliation_days WHERE day = $1::date ORDER BY product_id
             """, [day.description]).map { "\(try $0.decode(String.self, at: 0))=\(try $0.decode(Int.self, at: 1))/\(try $0.decode(Int.self, at: 2))" }
         XCTAssertEqual(rows, ["coins_100=5/5"], "coins_500 is on neither side of the day any more")
-        await stop(h)
+        await h.stop()
     }
 
     func testRefundsCountOnTheirOwnDayAndAnUnpublishedDayIsNotAvailable() async throws {
-        let h = try await harness()
+        let h = try await ReconciliationHarness.start()
         let day = ReportDay(containing: Date().addingTimeInterval(-86_400))
         let noon = day.start.addingTimeInterval(12 * 3600)
         let ms = Int64(noon.timeIntervalSince1970 * 1000)
@@ -122,7 +71,7 @@ final class ReconciliationTests: XCTestCase {
                                         body: Array(#"{"receipt-data":"\#(receipt)"}"#.utf8))
         let answered = try await h.transport.send(request, timeout: .seconds(5))
         XCTAssertEqual(answered.status, 200)
-        try await credit(h, "refunded-1", product: "pro_pack", purchasedAt: noon, revokedAt: noon.addingTimeInterval(3600))
+        try await h.credit("refunded-1", product: "pro_pack", purchasedAt: noon, revokedAt: noon.addingTimeInterval(3600))
 
         let result = try await h.reconciler.reconcile(day)
         XCTAssertEqual(result.products, [ReconciledProduct(productID: "pro_pack", appleUnits: 1, appleReturns: 1, credited: 1, revoked: 1)])
@@ -131,7 +80,7 @@ final class ReconciliationTests: XCTestCase {
         let today = try await h.reconciler.reconcile(ReportDay(containing: Date()))
         XCTAssertFalse(today.available)
         XCTAssertEqual(today.json, #"{"day":"\#(ReportDay(containing: Date()))","available":false,"products":[]}"#)
-        await stop(h)
+        await h.stop()
     }
 
     /// Finding a gap's buyers reads the open orders of the product-day through their 0018 index.

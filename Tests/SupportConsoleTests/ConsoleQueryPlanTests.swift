@@ -91,3 +91,42 @@ final class ConsoleQueryPlanTests: XCTestCase {
         await client.close()
     }
 }
+
+/// The Reconciliation page's three statements over two years of days, 20 products a day and their gap
+/// alerts among many others: each reads an index (no sequential scan with sequential scans priced out).
+extension ConsoleQueryPlanTests {
+    func testTheReconciliationPageReadsThroughIndexes() async throws {
+        let url = try await TestDatabase.fresh()
+        let client = PostgresClient(conninfo: url, maxConnections: 1)
+        _ = try await client.query("""
+            INSERT INTO iap.reconciliation_checks (day, status) SELECT '2025-01-01'::date + n, 'clean' FROM generate_series(0, 729) AS n
+            """)
+        _ = try await client.query("""
+            INSERT INTO iap.reconciliation_days (day, product_id, apple_units, apple_returns, credited, revoked)
+            SELECT '2025-01-01'::date + n, 'p' || p, 10, 0, 10, 0 FROM generate_series(0, 729) AS n, generate_series(1, 20) AS p
+            """)
+        _ = try await client.query("""
+            INSERT INTO iap.alerts (kind, product_id, reason, details, state)
+            SELECT CASE WHEN n % 20 = 0 THEN 'reconciliation_gap' ELSE 'paid_not_credited' END, 'p' || (n % 20), 'r',
+                   jsonb_build_object('day', ('2025-01-01'::date + n % 730)::text), 'resolved'
+            FROM generate_series(1, 20000) AS n
+            """)
+        try await client.withConnection { connection in
+            try await connection.execute(script: "ANALYZE iap.reconciliation_checks; ANALYZE iap.reconciliation_days; ANALYZE iap.alerts")
+            _ = try await connection.query("SET enable_seqscan = off")
+            let days = (0..<14).map { "2026-12-\(String(format: "%02d", 31 - $0))" }
+            let statements: [(String, String, [any PostgresEncodable], String)] = [
+                ("days", ReconciliationBoard.daysSQL, ["2026-06-01", 15], "reconciliation_checks_pkey"),
+                ("products", ReconciliationBoard.productsSQL, ["2026-05-18", "2026-05-31", ReconciliationBoard.productLimit], "reconciliation_days_pkey"),
+                ("alerts", ReconciliationBoard.alertsSQL, [days, ReconciliationBoard.productLimit], "alerts_reconciliation_gap_by_day"),
+            ]
+            for (name, sql, binds, index) in statements {
+                let plan = try await connection.query("EXPLAIN (VERBOSE, COSTS OFF) " + sql, binds)
+                    .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+                XCTAssertFalse(plan.contains("Seq Scan"), "\(name):\n\(plan)")
+                XCTAssertTrue(plan.contains(index), "\(name) reads \(index):\n\(plan)")
+            }
+        }
+        await client.close()
+    }
+}

@@ -10,7 +10,8 @@ struct Runtime: Sendable {
     /// One budget for the process's `db_notice` lines, whichever session they come from.
     private let noticeLimiter = LogRateLimiter(limit: 20, window: 60)
 
-    init(options: CommandLineOptions, environment: [String: String], secrets: [String] = []) {
+    /// `logSink`: stdout, where every command logs, unless its stdout carries a document (`reconcile --json`).
+    init(options: CommandLineOptions, environment: [String: String], secrets: [String] = [], logSink: any LogSink = StandardOutputSink()) {
         self.options = options
         self.environment = environment
         let level = LogLevel(parsing: options.string(Settings.logLevel) ?? "info") ?? .info
@@ -24,7 +25,7 @@ struct Runtime: Sendable {
         for (setting, file) in [(Settings.sharedSecret, Settings.sharedSecretFile), (Settings.ingestToken, Settings.ingestTokenFile)] {
             if let value = try? options.secret(setting, file: file) { known.append(value) }
         }
-        logger = Logger(minimumLevel: level, format: format, sink: StandardOutputSink(), redactor: Redactor(secrets: known))
+        logger = Logger(minimumLevel: level, format: format, sink: logSink, redactor: Redactor(secrets: known))
     }
 
     /// The database URL, required.

@@ -22,6 +22,9 @@ enum ReconcileCommand {
         positionals: 0...0)
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
+        // --json: stdout carries the JSON document alone, so log lines (alerts included) go to stderr.
+        let json = runtime.options.has("json")
+        let runtime = json ? Runtime(options: runtime.options, environment: runtime.environment, logSink: StandardErrorSink()) : runtime
         guard let text = runtime.options.flag("date"), let day = ReportDay(text) else {
             throw UsageError("reconcile needs --date YYYY-MM-DD (a Pacific-time reporting day)")
         }
@@ -42,7 +45,7 @@ enum ReconcileCommand {
             await client.close()
             throw error
         }
-        Console.print(runtime.options.has("json") ? result.json : table(result))
+        Console.print(json ? result.json : table(result))
         return 0
     }
 
@@ -53,7 +56,10 @@ enum ReconcileCommand {
         guard let api = try SettlementWiring.serverAPIClient(
             runtime.options, bundleID: bundleID, observer: AppleRequestMetrics(registry: registry, logger: runtime.logger),
             limiter: PostgresRateLimiter(client: client, limit: SettlementWiring.rateLimit(runtime.options))) else { return nil }
-        return GapRecovery(client: client, api: api, logger: runtime.logger)
+        // On demand, the day's undelivered notifications are pulled too (the leader's periodic pull already covers recent days).
+        return GapRecovery(client: client, api: api, logger: runtime.logger,
+                           notifications: NotificationHistoryPuller(client: client, api: api, metrics: SettlementMetrics(registry: registry),
+                                                                    logger: runtime.logger))
     }
 
     static func table(_ result: ReconciliationResult) -> String {
@@ -61,14 +67,16 @@ enum ReconcileCommand {
         let rows = result.products.map { p in
             [p.productID, String(p.appleUnits), String(p.appleReturns), String(p.credited), String(p.revoked), String(p.gap)]
         }
-        let summary = result.gaps.isEmpty ? "reconciled: every product matches"
-            : "\(result.gaps.count) product(s) with a gap; \(result.alertsRaised) alert(s) opened"
+        let summary = (result.noSales ? "Apple published no report (no sales that day); " : "")
+            + (result.gaps.isEmpty ? "reconciled: every product matches"
+                : "\(result.gaps.count) product(s) with a gap; \(result.alertsRaised) alert(s) opened")
         let recovered = result.recovered.sorted { $0.key < $1.key }.map { product, c in
             "\n\(product): \(c.buyers) buyer(s)' histories pulled (\(c.unreachable) without a known transaction, \(c.historyFailures) failed); "
                 + "\(c.enqueued) missing transaction(s) handed to the queue"
         }
+        let notifications = result.notificationsEnqueued.map { "\nGet Notification History for the day: \($0) undelivered notification(s) handed to the queue" } ?? ""
         return "reconcile \(result.day) (Pacific): \(summary); \(result.alertsResolved) alert(s) resolved\n"
             + TextTable.render(header: ["product", "apple_units", "apple_returns", "credited", "revoked", "gap"], rows: rows)
-            + recovered.joined()
+            + recovered.joined() + notifications
     }
 }

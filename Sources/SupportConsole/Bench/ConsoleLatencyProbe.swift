@@ -44,6 +44,8 @@ public struct ConsoleLatencyProbe: Sendable {
             ("alerts_resolved_older", { "/alerts?resolved_before=\(40_000 - $0)" }),
             ("lookup", { _ in "/lookup" }),
             ("audit", { _ in "/audit" }),
+            ("reconciliation", { _ in "/reconciliation" }),
+            ("reconciliation_older", { "/reconciliation?before=\(ReconciliationWorkload.day(daysAgo: 100 + $0))" }),
         ]
     }
 

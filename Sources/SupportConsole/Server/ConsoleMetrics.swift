@@ -18,6 +18,7 @@ struct ConsoleMetrics: Sendable {
         "/alerts/{id}/credit": "alert_credit", "/alerts/{id}/resolve": "alert_resolve", "/lookup": "lookup",
         "/lookup/credit": "lookup_credit", "/audit": "audit", "/login": "login", "/logout": "logout", "/find": "find",
         "/static/console.css": "static", "/static/console.js": "static", "/metrics": "metrics", "/healthz": "healthz",
+        "/reconciliation": "reconciliation",
     ]
 
     func observe(route: String, status: Int, seconds: Double) {

@@ -60,6 +60,11 @@ extension ConsoleApp {
                                   openOrders: try await OpenOrders.load(client, for: open.alerts))
             return Responses.html(page.render(user))
         })
+        router.get("/reconciliation", readable { _, _, user, form in
+            let before = try ReconciliationBoard.cursor(form.text("before"))
+            let (days, hasMore) = try await ReconciliationBoard(client: client).page(before: before)
+            return Responses.html(ReconciliationPage(days: days, hasMore: hasMore, before: before).render(user))
+        })
         router.get("/audit", readable { _, _, user, form in
             let before = try form.cursor("before")
             let entries = try await audit.page(before: before ?? Int.max, limit: 101)

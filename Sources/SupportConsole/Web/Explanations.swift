@@ -43,7 +43,10 @@ enum Explanations {
             + "Unanswered, the refund is usually granted. Fix the cause, then resolve with a note.",
         "stuck_verification": "A job is unfinished long after it arrived (Apple down for a long time, or a kind this build cannot verify). "
             + "Look at its last error; the sweeps keep retrying it.",
-        "reconciliation_gap": "Apple's sales report and our ledger disagree for a product and day; see the reconciliation details.",
+        "reconciliation_gap": "Apple's daily sales report and our ledger disagree for a product and Pacific day (units or returns; see the "
+            + "Reconciliation page). Apple sold more: the buyers that could be named had their histories pulled and missing purchases "
+            + "queued; if buyers_found is 0, find them from the day's support tickets. We credited more, or returns differ: check those "
+            + "credits. It resolves itself when a later run matches.",
     ]
 
     static let reasons: [String: String] = [

@@ -2,6 +2,7 @@
 enum Layout {
     static let sections: [(path: String, title: String)] = [
         ("/", "Overview"), ("/jobs", "Jobs"), ("/alerts", "Alerts"), ("/lookup", "Apple order lookup"), ("/audit", "Audit log"),
+        ("/reconciliation", "Reconciliation"),
     ]
 
     static func page(title: String, current: String, user: ConsoleUser?, refreshSeconds: Int = 0, _ content: HTML) -> HTML {
