@@ -22,19 +22,22 @@ public struct QueueStore: Sendable {
     public let client: PostgresClient
     public init(client: PostgresClient) { self.client = client }
 
+    /// The claim updates only the lean iap.job_queue (migration 0024) and reads the job's request
+    /// (user, order, product, payload) from iap.job_requests by primary key in the same statement.
     static let claimSQL = """
         WITH picked AS (
-            SELECT id FROM iap.jobs
+            SELECT id FROM iap.job_queue
             WHERE state IN ('queued', 'retrying') AND run_at <= now()
             ORDER BY run_at, id
             LIMIT $1
             FOR UPDATE SKIP LOCKED
         )
-        UPDATE iap.jobs AS j
+        UPDATE iap.job_queue AS j
         SET state = 'running', attempts = j.attempts + 1, leased_by = $2,
             lease_expires_at = now() + make_interval(secs => $3)
-        FROM picked WHERE j.id = picked.id
-        RETURNING j.id, j.kind, j.user_id, j.order_id, j.product_id, j.payload, j.attempts, j.created_at, j.sweeps
+        FROM picked JOIN iap.job_requests AS r ON r.id = picked.id
+        WHERE j.id = picked.id
+        RETURNING j.id, j.kind, r.user_id, r.order_id, r.product_id, r.payload, j.attempts, j.created_at, j.sweeps
         -- receipt-worker: claim
         """
 
@@ -56,7 +59,7 @@ public struct QueueStore: Sendable {
     // read every running job through jobs_running_lease and hash-join them, a cost that grows
     // with the fleet's concurrency instead of the batch; without it, only the primary key fits.
     static let lockOwnedSQL = """
-        SELECT id FROM iap.jobs
+        SELECT id FROM iap.job_queue
         WHERE id = ANY($1::bigint[]) AND leased_by = $2 AND lease_expires_at > now()
         FOR UPDATE
         -- receipt-worker: lease check
@@ -74,7 +77,7 @@ public struct QueueStore: Sendable {
     /// enqueue, or a quiet hour): a nested loop rescanned the batch for every job leased to the
     /// worker, 5 s for 1,000 results against 45,000 leased jobs, long enough to lose the leases.
     static let completeUpdateSQL = """
-        UPDATE iap.jobs AS j SET
+        UPDATE iap.job_queue AS j SET
             state = ($2::text[])[width_bucket(j.id, $1::bigint[])],
             outcome = ($3::text[])[width_bucket(j.id, $1::bigint[])],
             run_at = now() + make_interval(secs => coalesce(($4::float8[])[width_bucket(j.id, $1::bigint[])], 0)),
@@ -174,7 +177,7 @@ public struct QueueStore: Sendable {
     }
 
     static let releaseSQL = """
-        UPDATE iap.jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
+        UPDATE iap.job_queue SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
             leased_by = NULL, lease_expires_at = NULL
         WHERE id = ANY($1::bigint[]) AND leased_by = $2
         """
@@ -186,7 +189,7 @@ public struct QueueStore: Sendable {
     }
 
     static let handBackSQL = """
-        UPDATE iap.jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
+        UPDATE iap.job_queue SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
             leased_by = NULL, lease_expires_at = NULL
         WHERE state = 'running' AND leased_by = $1 AND NOT (id = ANY($2::bigint[]))
         RETURNING id
@@ -206,13 +209,13 @@ public struct QueueStore: Sendable {
 
     static let rescueSQL = """
         WITH expired AS (
-            SELECT id FROM iap.jobs
+            SELECT id FROM iap.job_queue
             WHERE state = 'running' AND lease_expires_at < now()
             ORDER BY lease_expires_at
             LIMIT $2
             FOR UPDATE SKIP LOCKED
         )
-        UPDATE iap.jobs AS j
+        UPDATE iap.job_queue AS j
         SET state = CASE WHEN j.attempts >= $1 THEN 'timed_out' ELSE 'queued' END,
             run_at = now(), leased_by = NULL, lease_expires_at = NULL,
             last_error = 'lease expired (worker ' || coalesce(j.leased_by, '?') || ' stopped answering)'
@@ -227,9 +230,9 @@ public struct QueueStore: Sendable {
 
     static let sweepSQL = """
         WITH due AS (
-            SELECT id FROM iap.jobs WHERE state = 'timed_out' ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+            SELECT id FROM iap.job_queue WHERE state = 'timed_out' ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
         )
-        UPDATE iap.jobs AS j SET state = 'queued', attempts = 0, sweeps = j.sweeps + 1, run_at = now()
+        UPDATE iap.job_queue AS j SET state = 'queued', attempts = 0, sweeps = j.sweeps + 1, run_at = now()
         FROM due WHERE j.id = due.id
         RETURNING j.id
         """

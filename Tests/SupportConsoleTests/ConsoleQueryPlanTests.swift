@@ -34,7 +34,7 @@ final class ConsoleQueryPlanTests: XCTestCase {
             SELECT (1000000 + i)::text, 'order-' || i, 'user-' || (i % 500), 'coins', 1, 'Production', i FROM generate_series(1, 5000) AS i
             """)
         try await client.withConnection { connection in
-            try await connection.execute(script: "ANALYZE iap.jobs; ANALYZE iap.credits; ANALYZE iap.orders; ANALYZE iap.alerts")
+            try await connection.execute(script: "ANALYZE iap.job_queue; ANALYZE iap.job_requests; ANALYZE iap.credits; ANALYZE iap.orders; ANALYZE iap.alerts")
         }
         let text = "user-7"
         var statements: [(name: String, sql: String, binds: [any PostgresEncodable])] = [

@@ -60,7 +60,7 @@ public struct ConsoleWorkload: Sendable {
         _ = try await client.query(Self.ordersSQL, [jobs, users, step])
         _ = try await client.query(Self.creditsSQL, [jobs, users, step])
         _ = try await client.query(Self.alertsSQL, [jobs, users, alerts])
-        try await client.withConnection { try await $0.execute(script: "VACUUM ANALYZE iap.jobs, iap.orders, iap.credits, iap.alerts") }
+        try await client.withConnection { try await $0.execute(script: "VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.orders, iap.credits, iap.alerts") }
     }
 
     /// A transaction id in the ledger, for the i-th sample.

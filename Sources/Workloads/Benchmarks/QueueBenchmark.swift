@@ -21,7 +21,7 @@ public struct QueueBenchmark: Sendable {
         return try await context.withDatabase { url, cluster in
             let client = PostgresClient(conninfo: url, maxConnections: 6, applicationName: "receipt-worker-bench")
             try await context.migrate(client)
-            _ = try await client.query("TRUNCATE iap.jobs")
+            _ = try await client.query("TRUNCATE iap.job_queue, iap.job_requests")
             BenchReport.line("queue", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)", "cores": "\(ProcessInfo.processInfo.activeProcessorCount)"])
 
             let enqueueRate = try await enqueue(client, count: jobs, tag: "a")
@@ -82,19 +82,24 @@ public struct QueueBenchmark: Sendable {
                 _ = try await tx.query("CREATE TEMP TABLE bench_staging (user_id text, order_id text, payload text) ON COMMIT DROP")
                 try await tx.copyIn("COPY bench_staging FROM STDIN", rows: rows)
                 _ = try await tx.query("""
-                    INSERT INTO iap.jobs (kind, user_id, order_id, payload, dedup_key)
-                    SELECT 'receipt', user_id, order_id, payload, iap.job_dedup_key('receipt', user_id, order_id, payload)
-                    FROM bench_staging ON CONFLICT (dedup_key) DO NOTHING
+                    WITH requests AS (
+                        INSERT INTO iap.job_requests (id, kind, user_id, order_id, payload, dedup_key)
+                        SELECT nextval('iap.jobs_id_seq'), 'receipt', user_id, order_id, payload,
+                               iap.job_dedup_key('receipt', user_id, order_id, payload)
+                        FROM bench_staging ON CONFLICT (dedup_key) DO NOTHING
+                        RETURNING id, kind
+                    )
+                    INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM requests
                     """)
             }
         }
         let seconds = (ContinuousClock.now - started).seconds
-        _ = try await client.query("VACUUM ANALYZE iap.jobs")
+        _ = try await client.query("VACUUM ANALYZE iap.job_queue, iap.job_requests")
         return Double(count) / seconds
     }
 
     private func waitUntilDrained(_ client: PostgresClient) async throws {
-        while try await client.query("SELECT EXISTS (SELECT 1 FROM iap.jobs WHERE state IN ('queued', 'running', 'retrying'))")[0].decode(Bool.self, at: 0) {
+        while try await client.query("SELECT EXISTS (SELECT 1 FROM iap.job_queue WHERE state IN ('queued', 'running', 'retrying'))")[0].decode(Bool.self, at: 0) {
             try await Task.sleep(for: .milliseconds(20))
         }
     }
