@@ -32,8 +32,10 @@ COMMENT ON TABLE iap.job_requests IS
 ALTER TABLE iap.job_requests ADD CONSTRAINT job_requests_kind_check
     CHECK (kind IN ('receipt', 'signed_transaction', 'transaction_id', 'notification', 'consumption'));
 
+-- The request's id, so that a search by id OR user OR order (the console's) is a condition on
+-- one table, answered by ORing its indexes' bitmaps.
 CREATE VIEW iap.jobs AS
-SELECT q.id, q.kind, r.user_id, r.order_id, r.product_id, r.payload, r.dedup_key, q.state, q.outcome, q.attempts,
+SELECT r.id, q.kind, r.user_id, r.order_id, r.product_id, r.payload, r.dedup_key, q.state, q.outcome, q.attempts,
        q.run_at, q.leased_by, q.lease_expires_at, q.apple_status, q.last_error, q.transaction_ids, q.sweeps,
        q.created_at, q.finished_at
 FROM iap.job_queue q JOIN iap.job_requests r ON r.id = q.id;
