@@ -28,13 +28,22 @@ public struct QueueBenchmark: Sendable {
             BenchReport.line("queue", "enqueue", ["enqueue_jobs_per_s": BenchReport.figure(enqueueRate), "jobs": "\(jobs)", "via": "COPY+INSERT..SELECT"])
 
             let direct = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-bench-worker")
+            let statistics = StatementStatistics(client: client)
+            let counting = await statistics.reset()
+            let activity = TableActivity(client: client, table: "iap.job_queue")
+            let before = try await activity.read()
             let drain = try await drainInProcess(client, worker: direct, listenURL: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
             BenchReport.line("queue", "drain", ["drain_jobs_per_s": BenchReport.figure(drain), "processes": "1", "concurrency": "\(concurrency)",
                              "claim_batch": "\(claimBatch)", "peak_rss_mb": BenchReport.figure(ResourceUsage.peakRSSMiB())])
+            try await reportDrainCost(statistics: counting ? statistics : nil, activity: activity, before: before, jobs: jobs)
 
             _ = try await enqueue(client, count: jobs, tag: "b")
             let ceiling = try await rawSQLCeiling(client, jobs: jobs, batch: claimBatch)
             BenchReport.line("queue", "raw_sql", ["raw_sql_ceiling_jobs_per_s": BenchReport.figure(ceiling), "drain_to_ceiling_ratio": String(format: "%.2f", drain / ceiling)])
+            let lean = try await LeanQueueCeiling(client: client, batch: claimBatch).measure(jobs: jobs)
+            BenchReport.line("queue", "lean_ceiling", ["lean_ceiling_jobs_per_s": BenchReport.figure(lean),
+                             "drain_to_lean_ceiling_ratio": String(format: "%.2f", drain / lean),
+                             "raw_sql_to_lean_ceiling_ratio": String(format: "%.2f", ceiling / lean)])
 
             // What unnamed statements (the only kind a transaction pooler allows) cost the hot path.
             _ = try await enqueue(client, count: jobs, tag: "u")
@@ -72,6 +81,24 @@ public struct QueueBenchmark: Sendable {
     }
 
 
+
+    /// The drain's cost on the server: claim and completion time per job (pg_stat_statements),
+    /// how many of iap.job_queue's updates were HOT, and the WAL written per job.
+    private func reportDrainCost(statistics: StatementStatistics?, activity: TableActivity, before: TableActivity.Reading, jobs: Int) async throws {
+        try await Task.sleep(for: .milliseconds(1_100)) // the workers' sessions are closed; let their counters land
+        let after = try await activity.read()
+        var fields: [(String, String)] = [
+            ("job_queue_updates", "\(after.updates - before.updates)"), ("hot_updates", "\(after.hotUpdates - before.hotUpdates)"),
+            ("wal_bytes_per_job", BenchReport.figure((after.walBytes - before.walBytes) / Double(jobs))),
+        ]
+        if let statistics, let claim = await statistics.millisecondsPerRow("claim"),
+           let completion = await statistics.millisecondsPerRow("completion") {
+            fields += [("claim_us_per_job", String(format: "%.1f", claim * 1000)), ("completion_us_per_job", String(format: "%.1f", completion * 1000))]
+        } else {
+            fields.append(("statement_times", "unavailable (pg_stat_statements not loaded)"))
+        }
+        BenchReport.line("queue", "drain_cost", fields)
+    }
 
     /// Loads `count` no-op jobs the way bulk ingest does: COPY into a staging table, then one INSERT .. SELECT.
     private func enqueue(_ client: PostgresClient, count: Int, tag: String) async throws -> Double {
