@@ -3,8 +3,10 @@
 -- view over iap.job_queue and iap.job_requests with every column of SPEC 3 (and dedup_key,
 -- transaction_ids, sweeps), so whatever reads iap.jobs keeps working.
 --
--- The lock makes the switch atomic for enqueues and workers: they wait (milliseconds; the
--- catch-up below reads only what 0023 did not see) and then find the view. Through the view's
+-- The lock makes the switch atomic for enqueues and workers: they wait, then find the view. The
+-- wait is the catch-up below (an anti-join of the two primary keys, about a second per few
+-- million jobs; it finds nothing unless triggers were disabled, as session_replication_role =
+-- replica does) and the catalog changes after it. Through the view's
 -- INSTEAD OF triggers, the SQL of workers not yet rolled (claims, completions, releases through
 -- UPDATE iap.jobs) keeps working until they are replaced; the product's own SQL targets the two
 -- tables directly.
