@@ -159,7 +159,7 @@ public struct AppleBenchmark: Sendable {
     }
 
     private func hasUnfinishedJobs(_ client: PostgresClient) async throws -> Bool {
-        try await client.query("SELECT EXISTS (SELECT 1 FROM iap.job_queue WHERE state IN ('queued', 'retrying', 'running'))")[0]
+        try await client.query(QueueProbe.unfinishedSQL)[0]
             .decode(Bool.self, at: 0)
     }
 

@@ -126,7 +126,7 @@ public struct QueueBenchmark: Sendable {
     }
 
     private func waitUntilDrained(_ client: PostgresClient) async throws {
-        while try await client.query("SELECT EXISTS (SELECT 1 FROM iap.job_queue WHERE state IN ('queued', 'running', 'retrying'))")[0].decode(Bool.self, at: 0) {
+        while try await client.query(QueueProbe.unfinishedSQL)[0].decode(Bool.self, at: 0) {
             try await Task.sleep(for: .milliseconds(20))
         }
     }
