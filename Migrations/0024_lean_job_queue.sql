@@ -4,9 +4,10 @@
 -- transaction_ids, sweeps), so whatever reads iap.jobs keeps working.
 --
 -- The lock makes the switch atomic for enqueues and workers: they wait, then find the view. The
--- wait is the catch-up below (an anti-join of the two primary keys, about a second per few
--- million jobs; it finds nothing unless triggers were disabled, as session_replication_role =
--- replica does) and the catalog changes after it. Through the view's
+-- wait is the catch-up below (two anti-joins of the two primary keys, about a second per few
+-- million jobs: jobs nothing copied, which only disabled triggers can cause, as
+-- session_replication_role = replica does, and requests of jobs deleted since) and the catalog
+-- changes after it. Through the view's
 -- INSTEAD OF triggers, the SQL of workers not yet rolled (claims, completions, releases through
 -- UPDATE iap.jobs) keeps working until they are replaced; the product's own SQL targets the two
 -- tables directly.
@@ -16,6 +17,10 @@ LOCK TABLE iap.jobs IN ACCESS EXCLUSIVE MODE;
 INSERT INTO iap.job_requests (id, kind, user_id, order_id, product_id, payload, dedup_key, created_at)
 SELECT j.id, j.kind, j.user_id, j.order_id, j.product_id, j.payload, j.dedup_key, j.created_at
 FROM iap.jobs j WHERE NOT EXISTS (SELECT 1 FROM iap.job_requests r WHERE r.id = j.id);
+
+-- Requests whose job was deleted after they were copied (retention, or your own DELETE, between
+-- 0022 and now): their dedup key would otherwise send a resubmission to a job that is gone.
+DELETE FROM iap.job_requests r WHERE NOT EXISTS (SELECT 1 FROM iap.jobs j WHERE j.id = r.id);
 
 DROP TRIGGER jobs_copy_requests ON iap.jobs;
 DROP FUNCTION iap.copy_new_job_requests();

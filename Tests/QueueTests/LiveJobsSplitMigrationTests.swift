@@ -37,6 +37,7 @@ final class LiveJobsSplitMigrationTests: XCTestCase {
     final class Journal: Sendable {
         let enqueued = Mutex<[Int: String]>([:])   // job id → payload
         let finished = Mutex<Set<Int>>([])
+        let deleted = Mutex<Set<Int>>([])
         let errors = Mutex<[String]>([])
         let stop = Atomic<Bool>(false)
     }
@@ -72,12 +73,15 @@ final class LiveJobsSplitMigrationTests: XCTestCase {
             UPDATE iap.jobs SET state = 'running', leased_by = 'dead-worker', lease_expires_at = now() + interval '1 second', attempts = 1
             WHERE id = ANY($1::bigint[])
             """, [Array(ids[700..<800])])
-        let finishedBefore = try await states(client, Array(ids[0..<600]))
+        let finishedBefore = try await states(client, Array(ids[300..<600]))
 
         let journal = Journal()
         journal.enqueued.withLock { $0 = original }
         let enqueuer = Task { [client, journal] in await LiveJobsSplitMigrationTests.keepEnqueueing(client, journal: journal) }
         let worker = Task { [url, journal] in await LiveJobsSplitMigrationTests.keepWorkingWithPreSplitSQL(url, journal: journal) }
+        let retention = Task { [client, journal] in
+            await LiveJobsSplitMigrationTests.keepDeletingWithPreSplitSQL(client, ids: Array(ids[0..<300]), journal: journal)
+        }
         try await Task.sleep(for: .milliseconds(300))
 
         // Two `migrate` processes at once, each on its own session, then a third run.
@@ -102,7 +106,10 @@ final class LiveJobsSplitMigrationTests: XCTestCase {
         journal.stop.store(true, ordering: .relaxed)
         await enqueuer.value
         await worker.value
-        let enqueued = journal.enqueued.withLock { $0 }
+        await retention.value
+        let deleted = journal.deleted.withLock { $0 }
+        var enqueued = journal.enqueued.withLock { $0 }
+        for id in deleted { enqueued[id] = nil }
         XCTAssertGreaterThan(enqueued.count, 20_000, "enqueues carried on through the migration")
         XCTAssertFalse(journal.finished.withLock { $0 }.isEmpty, "the pre-split worker finished jobs")
         // Nothing failed: not an enqueue caught waiting on the switch's lock (0022's enqueue_jobs
@@ -113,14 +120,14 @@ final class LiveJobsSplitMigrationTests: XCTestCase {
 
         // Every job once, with its request.
         let jobIDs = enqueued.keys.sorted()
-        let present = try await client.query("""
+        let found = try await client.query("""
             SELECT count(*), count(DISTINCT j.id), count(*) FILTER (WHERE j.payload = w.payload AND j.user_id = 'u-' || (substr(w.payload, 9)::int % 700)
                                                                      AND j.order_id = 'o-' || substr(w.payload, 9))
             FROM unnest($1::bigint[], $2::text[]) AS w(id, payload) JOIN iap.jobs j ON j.id = w.id
             """, [jobIDs, jobIDs.map { enqueued[$0]! }])[0]
-        XCTAssertEqual(try present.decode(Int.self, at: 0), jobIDs.count)
-        XCTAssertEqual(try present.decode(Int.self, at: 1), jobIDs.count)
-        XCTAssertEqual(try present.decode(Int.self, at: 2), jobIDs.count, "payload, user and order kept")
+        XCTAssertEqual(try found.decode(Int.self, at: 0), jobIDs.count)
+        XCTAssertEqual(try found.decode(Int.self, at: 1), jobIDs.count)
+        XCTAssertEqual(try found.decode(Int.self, at: 2), jobIDs.count, "payload, user and order kept")
         let tables = try await client.query("SELECT (SELECT count(*) FROM iap.job_queue), (SELECT count(*) FROM iap.job_requests)")[0]
         XCTAssertEqual(try tables.decode(Int.self, at: 0), jobIDs.count)
         XCTAssertEqual(try tables.decode(Int.self, at: 1), jobIDs.count)
@@ -128,8 +135,21 @@ final class LiveJobsSplitMigrationTests: XCTestCase {
         // Dedup holds across the switch, and finished jobs kept their state.
         let repeatID = try await Self.enqueueReceipt(client, number: 1_234)
         XCTAssertEqual(original[repeatID], "receipt-1234")
-        let finishedAfter = try await states(client, Array(ids[0..<600]))
+        let finishedAfter = try await states(client, Array(ids[300..<600]))
         XCTAssertEqual(finishedAfter, finishedBefore)
+
+        // Deleted jobs are gone from both tables, and their dedup key with them: a resubmission is a new job.
+        XCTAssertFalse(deleted.isEmpty)
+        let leftovers = try await client.query("""
+            SELECT (SELECT count(*) FROM iap.job_queue WHERE id = ANY($1::bigint[])) + (SELECT count(*) FROM iap.job_requests WHERE id = ANY($1::bigint[]))
+            """, [Array(deleted)])[0].decode(Int.self, at: 0)
+        XCTAssertEqual(leftovers, 0)
+        let gone = deleted.min()!
+        let number = Int(original[gone]!.dropFirst("receipt-".count))!
+        let afterDeletion = try await Self.enqueueReceipt(client, number: number)
+        XCTAssertNotEqual(afterDeletion, gone)
+        let payload = try await client.query("SELECT payload FROM iap.jobs WHERE id = $1", [afterDeletion])[0].decode(String.self, at: 0)
+        XCTAssertEqual(payload, original[gone])
 
         // A worker of the new build drains the rest, the dead worker's jobs once their lease ends.
         let store = QueueStoreDriver(client: client)
@@ -188,6 +208,23 @@ final class LiveJobsSplitMigrationTests: XCTestCase {
                 number += 1
             } catch {
                 journal.errors.withLock { $0.append("enqueue: \(error)") }
+            }
+        }
+    }
+
+    /// Retention of the previous build: finished jobs deleted through iap.jobs, ten at a time.
+    private static func keepDeletingWithPreSplitSQL(_ client: PostgresClient, ids: [Int], journal: Journal) async {
+        var next = 0
+        while !journal.stop.load(ordering: .relaxed), next < ids.count {
+            let chunk = Array(ids[next..<min(next + 10, ids.count)])
+            do {
+                let gone = try await client.query("DELETE FROM iap.jobs WHERE id = ANY($1::bigint[]) AND state = 'done' RETURNING id", [chunk])
+                    .map { try $0.decode(Int.self, at: 0) }
+                journal.deleted.withLock { $0.formUnion(gone) }
+                next += 10
+                try await Task.sleep(for: .milliseconds(40)) // spread over the migration
+            } catch {
+                journal.errors.withLock { $0.append("pre-split retention: \(error)") }
             }
         }
     }
