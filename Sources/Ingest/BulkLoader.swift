@@ -5,7 +5,7 @@ import Postgres
 ///
 /// A reader thread streams and validates the input (one JSON parse per line, no SQL); each batch of
 /// good lines is then one transaction: COPY into a temporary staging table, one
-/// `INSERT … SELECT … ON CONFLICT (dedup_key) DO NOTHING` into `iap.jobs` with the same dedup key as
+/// `INSERT … SELECT … ON CONFLICT (dedup_key) DO NOTHING` into `iap.job_requests` (and `iap.job_queue`) with the same dedup key as
 /// `iap.enqueue_receipt`, and one NOTIFY. Job ids follow file order within a batch, not across
 /// batches that ran in parallel. So a re-run of the same file — or a line already sent over
 /// HTTP — creates nothing new, and a crash mid-file loses no committed batch.
@@ -15,11 +15,19 @@ public struct BulkLoader: Sendable {
         ON COMMIT DROP
         """
     static let copyStagingSQL = "COPY ingest_staging (user_id, order_id, product_id, payload) FROM STDIN"
+    /// The requests first (the unique dedup_key skips lines already enqueued), then a queue row
+    /// for each new one (migration 0024). Ids are drawn in staging order. Its row count is the
+    /// jobs created.
     static let insertJobsSQL = """
-        INSERT INTO iap.jobs (kind, user_id, order_id, product_id, payload, dedup_key)
-        SELECT 'receipt', user_id, order_id, product_id, payload, iap.job_dedup_key('receipt', user_id, order_id, payload)
-        FROM ingest_staging
-        ON CONFLICT (dedup_key) DO NOTHING
+        WITH requests AS (
+            INSERT INTO iap.job_requests (id, kind, user_id, order_id, product_id, payload, dedup_key)
+            SELECT nextval('iap.jobs_id_seq'), 'receipt', user_id, order_id, product_id, payload,
+                   iap.job_dedup_key('receipt', user_id, order_id, payload)
+            FROM ingest_staging
+            ON CONFLICT (dedup_key) DO NOTHING
+            RETURNING id, kind
+        )
+        INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM requests
         """
     static let notifySQL = "SELECT pg_notify('iap_jobs', '')"
 

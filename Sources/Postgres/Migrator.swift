@@ -21,20 +21,11 @@ public struct Migration: Sendable, Equatable {
         sql.split(separator: "\n", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } != Self.noTransactionMarker
     }
 
-    /// The statements of a no-transaction migration: split at a `;` that ends a line, so such a
-    /// migration holds plain statements (no function bodies). Comment-only pieces are dropped.
+    /// The statements of a no-transaction migration: split at a `;` that ends a line outside
+    /// quotes, comments and dollar-quoted bodies (`MigrationStatements`), so a `DO $$ … $$` block
+    /// is one statement. Comment-only pieces are dropped.
     public var statements: [String] {
-        var statements: [String] = []
-        var current = ""
-        for line in sql.split(separator: "\n", omittingEmptySubsequences: false) {
-            current += line + "\n"
-            if line.trimmingCharacters(in: .whitespaces).hasSuffix(";") {
-                statements.append(current)
-                current = ""
-            }
-        }
-        statements.append(current)
-        return statements.filter { piece in
+        MigrationStatements.split(sql).filter { piece in
             piece.split(separator: "\n").contains { line in
                 let text = line.trimmingCharacters(in: .whitespaces)
                 return !text.isEmpty && !text.hasPrefix("--")

@@ -32,9 +32,13 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     /// Woken when written results free claim slots.
     private let claimer: WakeSignal
 
+    /// Where a job sent back for a retry leaves its payload for its next claim by this process.
+    private let payloads: PayloadCache
+
     init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger, metrics: QueueMetrics, loops: Int,
-         held: HeldJobs, claimer: WakeSignal) {
+         held: HeldJobs, claimer: WakeSignal, payloads: PayloadCache = PayloadCache()) {
         self.held = held
+        self.payloads = payloads
         self.claimer = claimer
         self.store = store
         self.handler = handler
@@ -256,6 +260,7 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
             }
             switch row.state {
             case "retrying":
+                payloads.remember(row.id, payload: item.job.payload)
                 let reason = row.retryReason ?? "unknown"
                 metrics.retries.labels(reason).inc()
                 logger.info("job_retry", ["job_id": .int(row.id), "attempt": .int(item.job.attempts), "reason": .string(reason),

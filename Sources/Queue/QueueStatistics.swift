@@ -21,15 +21,15 @@ public enum QueueStatistics {
     /// ($1) and come with their index's row estimate for when they reach it.
     static let snapshotSQL = """
         SELECT 'queued', count(*)::bigint, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8, 0::float8
-            FROM iap.jobs WHERE state = 'queued'
-        UNION ALL SELECT 'retrying', count(*)::bigint, 0, 0 FROM iap.jobs WHERE state = 'retrying'
-        UNION ALL SELECT 'running', count(*)::bigint, 0, 0 FROM iap.jobs WHERE state = 'running'
-        UNION ALL SELECT 'timed_out', count(*)::bigint, 0, 0 FROM iap.jobs WHERE state = 'timed_out'
-        UNION ALL SELECT 'attention', count(*)::bigint, 0, 0 FROM iap.jobs WHERE state = 'attention'
+            FROM iap.job_queue WHERE state = 'queued'
+        UNION ALL SELECT 'retrying', count(*)::bigint, 0, 0 FROM iap.job_queue WHERE state = 'retrying'
+        UNION ALL SELECT 'running', count(*)::bigint, 0, 0 FROM iap.job_queue WHERE state = 'running'
+        UNION ALL SELECT 'timed_out', count(*)::bigint, 0, 0 FROM iap.job_queue WHERE state = 'timed_out'
+        UNION ALL SELECT 'attention', count(*)::bigint, 0, 0 FROM iap.job_queue WHERE state = 'attention'
         UNION ALL SELECT 'done', count(*)::bigint, 0, (SELECT reltuples FROM pg_class WHERE oid = 'iap.jobs_done'::regclass)::float8
-            FROM (SELECT 1 FROM iap.jobs WHERE state = 'done' LIMIT $1) AS capped
+            FROM (SELECT 1 FROM iap.job_queue WHERE state = 'done' LIMIT $1) AS capped
         UNION ALL SELECT 'failed', count(*)::bigint, 0, (SELECT reltuples FROM pg_class WHERE oid = 'iap.jobs_failed'::regclass)::float8
-            FROM (SELECT 1 FROM iap.jobs WHERE state = 'failed' LIMIT $1) AS capped
+            FROM (SELECT 1 FROM iap.job_queue WHERE state = 'failed' LIMIT $1) AS capped
         """
 
     public static func snapshot(_ client: PostgresClient, exactFinishedLimit: Int = exactFinishedLimit) async throws -> QueueSnapshot {

@@ -22,32 +22,59 @@ public struct QueueStore: Sendable {
     public let client: PostgresClient
     public init(client: PostgresClient) { self.client = client }
 
+    /// The claim updates only the lean iap.job_queue (migration 0024) and reads the job's request
+    /// (user, order, product, payload) from iap.job_requests by primary key in the same statement.
+    /// The payload is left out for the ids in `$4`, whose payload the worker still has
+    /// (`PayloadCache`: jobs it sent back for a retry).
     static let claimSQL = """
         WITH picked AS (
-            SELECT id FROM iap.jobs
+            SELECT id FROM iap.job_queue
             WHERE state IN ('queued', 'retrying') AND run_at <= now()
             ORDER BY run_at, id
             LIMIT $1
             FOR UPDATE SKIP LOCKED
         )
-        UPDATE iap.jobs AS j
+        UPDATE iap.job_queue AS j
         SET state = 'running', attempts = j.attempts + 1, leased_by = $2,
             lease_expires_at = now() + make_interval(secs => $3)
-        FROM picked WHERE j.id = picked.id
-        RETURNING j.id, j.kind, j.user_id, j.order_id, j.product_id, j.payload, j.attempts, j.created_at, j.sweeps
+        FROM picked JOIN iap.job_requests AS r ON r.id = picked.id
+        WHERE j.id = picked.id
+        RETURNING j.id, j.kind, r.user_id, r.order_id, r.product_id,
+                  CASE WHEN j.id = ANY($4::bigint[]) THEN NULL ELSE r.payload END, j.attempts, j.created_at, j.sweeps
         -- receipt-worker: claim
         """
 
-    /// Claims up to `limit` runnable jobs in one statement, oldest run_at first.
+    static let payloadsSQL = "SELECT id, payload FROM iap.job_requests WHERE id = ANY($1::bigint[])"
+
+    /// Claims up to `limit` runnable jobs in one statement, oldest run_at first; the payloads
+    /// `cache` holds are not sent again.
     public func claim(limit: Int, workerID: String, leaseSeconds: Double) async throws -> [ClaimedJob] {
-        try Self.claimedJobs(try await client.query(Self.claimSQL, [limit, workerID, leaseSeconds]))
+        try await claim(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, cache: nil)
     }
 
-    static func claimedJobs(_ rows: PostgresRows) throws -> [ClaimedJob] {
-        try rows.map { row in
-            ClaimedJob(id: try row.decode(at: 0), kind: try row.decode(at: 1), userID: try row.decode(at: 2),
-                       orderID: try row.decode(at: 3), productID: try row.decode(at: 4), payload: try row.decode(at: 5),
-                       attempts: try row.decode(at: 6), createdAt: try row.decode(at: 7), sweeps: try row.decode(at: 8))
+    func claim(limit: Int, workerID: String, leaseSeconds: Double, cache: PayloadCache?) async throws -> [ClaimedJob] {
+        let rows = try await client.query(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids ?? []])
+        return try await claimedJobs(rows, cache: cache)
+    }
+
+    /// The claimed jobs, each with its payload: from the claim's row, else from `cache`, else
+    /// (an entry evicted between the claim's id list and its reply) read again.
+    func claimedJobs(_ rows: PostgresRows, cache: PayloadCache?) async throws -> [ClaimedJob] {
+        var payloads: [Int: String] = [:]
+        var missing: [Int] = []
+        for row in rows {
+            let id = try row.decode(Int.self, at: 0)
+            if let payload = try row.decode(String?.self, at: 5) ?? cache?.take(id) { payloads[id] = payload } else { missing.append(id) }
+        }
+        if !missing.isEmpty {
+            for row in try await client.query(Self.payloadsSQL, [missing]) { payloads[try row.decode(Int.self, at: 0)] = try row.decode(String.self, at: 1) }
+        }
+        return try rows.map { row in
+            let id = try row.decode(Int.self, at: 0)
+            guard let payload = payloads[id] else { throw QueueStoreError.missingRequest(jobID: id) }
+            return ClaimedJob(id: id, kind: try row.decode(at: 1), userID: try row.decode(at: 2),
+                              orderID: try row.decode(at: 3), productID: try row.decode(at: 4), payload: payload,
+                              attempts: try row.decode(at: 6), createdAt: try row.decode(at: 7), sweeps: try row.decode(at: 8))
         }.sorted { $0.id < $1.id }
     }
 
@@ -56,7 +83,7 @@ public struct QueueStore: Sendable {
     // read every running job through jobs_running_lease and hash-join them, a cost that grows
     // with the fleet's concurrency instead of the batch; without it, only the primary key fits.
     static let lockOwnedSQL = """
-        SELECT id FROM iap.jobs
+        SELECT id FROM iap.job_queue
         WHERE id = ANY($1::bigint[]) AND leased_by = $2 AND lease_expires_at > now()
         FOR UPDATE
         -- receipt-worker: lease check
@@ -74,7 +101,7 @@ public struct QueueStore: Sendable {
     /// enqueue, or a quiet hour): a nested loop rescanned the batch for every job leased to the
     /// worker, 5 s for 1,000 results against 45,000 leased jobs, long enough to lose the leases.
     static let completeUpdateSQL = """
-        UPDATE iap.jobs AS j SET
+        UPDATE iap.job_queue AS j SET
             state = ($2::text[])[width_bucket(j.id, $1::bigint[])],
             outcome = ($3::text[])[width_bucket(j.id, $1::bigint[])],
             run_at = now() + make_interval(secs => coalesce(($4::float8[])[width_bucket(j.id, $1::bigint[])], 0)),
@@ -174,7 +201,7 @@ public struct QueueStore: Sendable {
     }
 
     static let releaseSQL = """
-        UPDATE iap.jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
+        UPDATE iap.job_queue SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
             leased_by = NULL, lease_expires_at = NULL
         WHERE id = ANY($1::bigint[]) AND leased_by = $2
         """
@@ -186,7 +213,7 @@ public struct QueueStore: Sendable {
     }
 
     static let handBackSQL = """
-        UPDATE iap.jobs SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
+        UPDATE iap.job_queue SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
             leased_by = NULL, lease_expires_at = NULL
         WHERE state = 'running' AND leased_by = $1 AND NOT (id = ANY($2::bigint[]))
         RETURNING id
@@ -197,22 +224,27 @@ public struct QueueStore: Sendable {
     /// reply was lost, which would otherwise wait out their lease. No attempt is spent on them.
     public func claim(limit: Int, workerID: String, leaseSeconds: Double,
                       handingBackAllBut holding: [Int]) async throws -> (claimed: [ClaimedJob], handedBack: Int) {
+        try await claim(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, handingBackAllBut: holding, cache: nil)
+    }
+
+    func claim(limit: Int, workerID: String, leaseSeconds: Double, handingBackAllBut holding: [Int],
+               cache: PayloadCache?) async throws -> (claimed: [ClaimedJob], handedBack: Int) {
         let results = try await client.withConnection { connection in
             try await connection.pipeline([PostgresStatement(Self.handBackSQL, [workerID, holding]),
-                                           PostgresStatement(Self.claimSQL, [limit, workerID, leaseSeconds])])
+                                           PostgresStatement(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids ?? []])])
         }
-        return (try Self.claimedJobs(results[1]), results[0].count)
+        return (try await claimedJobs(results[1], cache: cache), results[0].count)
     }
 
     static let rescueSQL = """
         WITH expired AS (
-            SELECT id FROM iap.jobs
+            SELECT id FROM iap.job_queue
             WHERE state = 'running' AND lease_expires_at < now()
             ORDER BY lease_expires_at
             LIMIT $2
             FOR UPDATE SKIP LOCKED
         )
-        UPDATE iap.jobs AS j
+        UPDATE iap.job_queue AS j
         SET state = CASE WHEN j.attempts >= $1 THEN 'timed_out' ELSE 'queued' END,
             run_at = now(), leased_by = NULL, lease_expires_at = NULL,
             last_error = 'lease expired (worker ' || coalesce(j.leased_by, '?') || ' stopped answering)'
@@ -227,9 +259,9 @@ public struct QueueStore: Sendable {
 
     static let sweepSQL = """
         WITH due AS (
-            SELECT id FROM iap.jobs WHERE state = 'timed_out' ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+            SELECT id FROM iap.job_queue WHERE state = 'timed_out' ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
         )
-        UPDATE iap.jobs AS j SET state = 'queued', attempts = 0, sweeps = j.sweeps + 1, run_at = now()
+        UPDATE iap.job_queue AS j SET state = 'queued', attempts = 0, sweeps = j.sweeps + 1, run_at = now()
         FROM due WHERE j.id = due.id
         RETURNING j.id
         """
@@ -242,6 +274,18 @@ public struct QueueStore: Sendable {
     /// NOTIFY so idle workers claim at once (after a sweep or a rescue).
     public func notifyWorkers() async throws {
         _ = try await client.query("SELECT pg_notify('iap_jobs', '')")
+    }
+}
+
+/// A claimed job without its request row: the two tables of a job are written in one
+/// transaction and deleted in one statement, so this means hand-edited data.
+public enum QueueStoreError: Error, CustomStringConvertible {
+    case missingRequest(jobID: Int)
+
+    public var description: String {
+        switch self {
+        case .missingRequest(let id): "job \(id) has no row in iap.job_requests"
+        }
     }
 }
 

@@ -53,6 +53,8 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     private let held = HeldJobs()
     private let graceDeadline = Mutex<ContinuousClock.Instant?>(nil)
     private let healthy = Atomic<Bool>(true)
+    /// Payloads of jobs this process sent back for a retry: their next claim here leaves them out.
+    private let payloads = PayloadCache()
 
     /// The store's client serves claims and completions; `listener` (nil: poll only) gets
     /// its own LISTEN connection, the only one outside the pool.
@@ -66,7 +68,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         self.listener = listener
         completionLoops = configuration.completionLoops(poolSize: store.client.maxConnections)
         completer = BatchCompleter(store: store, handler: handler, configuration: configuration, logger: self.logger, metrics: metrics,
-                                   loops: completionLoops, held: held, claimer: wake)
+                                   loops: completionLoops, held: held, claimer: wake, payloads: payloads)
     }
 
     public convenience init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger,
@@ -184,10 +186,11 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     /// to this worker id that it does not hold (SPEC 8), without spending their attempt.
     private func claim(limit: Int, handingBack: Bool) async throws -> [ClaimedJob] {
         guard handingBack else {
-            return try await store.claim(limit: limit, workerID: configuration.workerID, leaseSeconds: configuration.leaseSeconds)
+            return try await store.claim(limit: limit, workerID: configuration.workerID, leaseSeconds: configuration.leaseSeconds,
+                                         cache: payloads)
         }
         let result = try await store.claim(limit: limit, workerID: configuration.workerID, leaseSeconds: configuration.leaseSeconds,
-                                           handingBackAllBut: held.snapshot)
+                                           handingBackAllBut: held.snapshot, cache: payloads)
         if result.handedBack > 0 { logger.notice("leases_handed_back", ["jobs": .int(result.handedBack)]) }
         return result.claimed
     }

@@ -24,11 +24,13 @@ struct ConsumptionInfo: Sendable {
 struct ConsumptionStore: Sendable {
     /// The request and its job, once per notificationUUID (the notification job already applies each uuid once).
     static let recordSQL = """
-        WITH job AS (
-            INSERT INTO iap.jobs (kind, user_id, payload, dedup_key)
-            VALUES ('consumption', $6, $1, iap.job_dedup_key('consumption', $6, NULL, $1))
+        WITH request AS (
+            INSERT INTO iap.job_requests (id, kind, user_id, payload, dedup_key)
+            VALUES (nextval('iap.jobs_id_seq'), 'consumption', $6, $1, iap.job_dedup_key('consumption', $6, NULL, $1))
             ON CONFLICT (dedup_key) DO NOTHING
-            RETURNING id
+            RETURNING id, kind
+        ), job AS (
+            INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM request RETURNING id
         )
         INSERT INTO iap.consumption_requests (notification_uuid, transaction_id, environment, reason, requested_at, respond_by, job_id)
         SELECT $1::uuid, $2, $3, $4, $5::timestamptz, $5::timestamptz + interval '12 hours', (SELECT id FROM job)

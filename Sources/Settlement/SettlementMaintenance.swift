@@ -18,12 +18,14 @@ public struct StuckDetector: MaintenanceTask {
         self.alerts = alerts
     }
 
+    /// The queue's state and age (iap.job_queue), the request's buyer (iap.job_requests).
     static let stuckJobsSQL = """
-        SELECT id, user_id, order_id, product_id, state, attempts, sweeps FROM iap.jobs
-        WHERE state IN ('queued', 'running', 'retrying', 'timed_out') AND created_at < now() - make_interval(secs => $1)
+        SELECT q.id, r.user_id, r.order_id, r.product_id, q.state, q.attempts, q.sweeps
+        FROM iap.job_queue q JOIN iap.job_requests r ON r.id = q.id
+        WHERE q.state IN ('queued', 'running', 'retrying', 'timed_out') AND q.created_at < now() - make_interval(secs => $1)
           AND NOT EXISTS (SELECT 1 FROM iap.alerts a
-                          WHERE a.kind = 'stuck_verification' AND a.job_id = iap.jobs.id AND a.state = 'open')
-        ORDER BY created_at LIMIT 1000
+                          WHERE a.kind = 'stuck_verification' AND a.job_id = q.id AND a.state = 'open')
+        ORDER BY q.created_at LIMIT 1000
         """
 
     /// Overlap-safe: two leaders raising the same alert meet on the open-alert unique index, and
@@ -105,18 +107,24 @@ public struct JobRetention: MaintenanceTask {
         self.logger = logger
     }
 
-    /// One branch per finished state, so each walks its own partial index (jobs_done, jobs_failed).
+    /// One branch per finished state, so each walks its own partial index (jobs_done, jobs_failed);
+    /// a job is both its queue row and its request (migration 0024), deleted together. The
+    /// statement's row count is the requests deleted, one per job.
     static let deleteSQL = """
-        DELETE FROM iap.jobs WHERE id IN (
-            (SELECT j.id FROM iap.jobs j
-             WHERE j.state = 'done' AND j.finished_at < now() - make_interval(secs => $1)
-               AND NOT EXISTS (SELECT 1 FROM iap.alerts a WHERE a.job_id = j.id AND a.state = 'open')
-             LIMIT 10000)
-            UNION ALL
-            (SELECT j.id FROM iap.jobs j
-             WHERE j.state = 'failed' AND j.finished_at < now() - make_interval(secs => $1)
-               AND NOT EXISTS (SELECT 1 FROM iap.alerts a WHERE a.job_id = j.id AND a.state = 'open')
-             LIMIT 10000))
+        WITH gone AS (
+            DELETE FROM iap.job_queue WHERE id IN (
+                (SELECT j.id FROM iap.job_queue j
+                 WHERE j.state = 'done' AND j.finished_at < now() - make_interval(secs => $1)
+                   AND NOT EXISTS (SELECT 1 FROM iap.alerts a WHERE a.job_id = j.id AND a.state = 'open')
+                 LIMIT 10000)
+                UNION ALL
+                (SELECT j.id FROM iap.job_queue j
+                 WHERE j.state = 'failed' AND j.finished_at < now() - make_interval(secs => $1)
+                   AND NOT EXISTS (SELECT 1 FROM iap.alerts a WHERE a.job_id = j.id AND a.state = 'open')
+                 LIMIT 10000))
+            RETURNING id
+        )
+        DELETE FROM iap.job_requests r USING gone WHERE r.id = gone.id
         """
 
     /// Overlap-safe: a row deleted by the other leader is skipped after its lock is released.

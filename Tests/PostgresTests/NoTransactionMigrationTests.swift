@@ -21,6 +21,47 @@ final class NoTransactionMigrationTests: XCTestCase {
         XCTAssertTrue(Self.index.statements[1].contains("CREATE INDEX CONCURRENTLY things_by_name\n    ON iap.things (name);"))
     }
 
+    /// A batched backfill: a DO block whose body has `;` at line ends, and COMMITs between batches.
+    static let backfill = Migration(version: 2, name: "backfill", sql: """
+        -- migrate: no-transaction
+        DO $$
+        DECLARE
+            v_done int := 0; -- a comment; with a semicolon
+        BEGIN
+            WHILE v_done < 3 LOOP
+                INSERT INTO iap.things VALUES (v_done, 'it''s; fine');
+                v_done := v_done + 1;
+                COMMIT;
+            END LOOP;
+        END
+        $$;
+        CREATE INDEX CONCURRENTLY things_by_id ON iap.things (id); -- after the block
+        /* a block comment;
+           over lines; */ SELECT 1;
+        SELECT $tag$ a $$ b; $tag$, $1;
+        """)
+
+    func testADollarQuotedBodyIsOneStatement() {
+        let statements = Self.backfill.statements
+        XCTAssertEqual(statements.count, 4, statements.joined(separator: "\n----\n"))
+        XCTAssertTrue(statements[0].hasPrefix("-- migrate: no-transaction\nDO $$"))
+        XCTAssertTrue(statements[0].hasSuffix("END\n$$;\n"))
+        XCTAssertTrue(statements[1].contains("CREATE INDEX CONCURRENTLY things_by_id"))
+        XCTAssertTrue(statements[2].contains("SELECT 1;"))
+        XCTAssertTrue(statements[3].contains("$tag$ a $$ b; $tag$"))
+    }
+
+    func testABackfillThatCommitsAsItGoesIsApplied() async throws {
+        let url = try await TestDatabase.fresh(migrated: false)
+        let connection = try await PostgresConnection.connect(url)
+        let backfill = Migration(version: 2, name: "backfill", sql: Self.backfill.statements.prefix(2).joined())
+        let applied = try await Migrator(migrations: [Self.table, backfill]).migrate(connection)
+        XCTAssertEqual(applied, [1, 2])
+        let rows = try await connection.query("SELECT count(*) FROM iap.things WHERE name = 'it''s; fine'")[0].decode(Int.self, at: 0)
+        XCTAssertEqual(rows, 3)
+        await connection.close()
+    }
+
     func testAConcurrentIndexBuildIsAppliedAndRecorded() async throws {
         let url = try await TestDatabase.fresh(migrated: false)
         let connection = try await PostgresConnection.connect(url)

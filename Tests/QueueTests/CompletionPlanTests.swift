@@ -16,7 +16,7 @@ final class CompletionPlanTests: XCTestCase {
             SELECT 'receipt', 'u-' || n, 'o-' || n, 'cA==', iap.job_dedup_key('receipt', 'u-' || n, 'o-' || n, 'cA==')
             FROM generate_series(1, 20000) AS n
             """)
-        try await connection.execute(script: "ANALYZE iap.jobs")
+        try await connection.execute(script: "ANALYZE iap.job_queue, iap.job_requests")
         _ = try await connection.query("""
             UPDATE iap.jobs SET state = 'running', attempts = 1, leased_by = 'w', lease_expires_at = now() + interval '1 hour'
             """)

@@ -187,7 +187,7 @@ final class QueueEngineTests: XCTestCase {
         XCTAssertGreaterThan(exact.oldestQueuedAgeSeconds, 0)
 
         // Past the limit a finished state is the index's estimate (after ANALYZE, exact here).
-        _ = try await fixture.client.query("ANALYZE iap.jobs")
+        _ = try await fixture.client.query("ANALYZE iap.job_queue, iap.job_requests")
         let capped = try await QueueStatistics.snapshot(fixture.client, exactFinishedLimit: 10)
         XCTAssertEqual(capped.jobsByState["done"], 25)
         XCTAssertEqual(capped.estimatedStates, ["done"])

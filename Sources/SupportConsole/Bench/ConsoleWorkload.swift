@@ -19,19 +19,29 @@ public struct ConsoleWorkload: Sendable {
     // Every parameter is a whole number, cast where it is used so the planner need not guess.
     /// Job i belongs to user-(i % users); every (jobs / ledgerRows)-th job credited a transaction
     /// (3000000000 + i) to order-i; alerts sit on the jobs in between, the newest 1,000 open.
+    /// Both tables of a job (migration 0024) from one generated source, not row by row through
+    /// the iap.jobs view's trigger.
     static let jobsSQL = """
-        INSERT INTO iap.jobs (id, kind, user_id, order_id, product_id, payload, dedup_key, state, outcome, attempts, apple_status,
-                              last_error, transaction_ids, created_at, run_at, finished_at)
-        SELECT i, 'receipt', 'user-' || (i % $2::int), 'order-' || i, 'coins_100', 'bench-payload-' || i, sha256(('bench-' || i)::text::bytea),
-               s.state, s.outcome, CASE WHEN i % 7 = 0 THEN 2 ELSE 1 END, 0, CASE WHEN s.state = 'failed' THEN 'status 21010' END,
-               CASE WHEN i % $3::int = 0 THEN ARRAY[(3000000000 + i)::text] ELSE '{}' END,
-               t.at, t.at, CASE WHEN s.state IN ('queued', 'retrying') THEN NULL ELSE t.at + interval '4 seconds' END
-        FROM generate_series(1, $1::int) AS i
-        CROSS JOIN LATERAL (SELECT now() - interval '30 days' * ($1::int - i)::float8 / $1::int AS at) AS t
-        CROSS JOIN LATERAL (SELECT CASE
-            WHEN i > $1::int - 200 THEN 'queued' WHEN i % 500 = 1 THEN 'attention' WHEN i % 20 = 3 THEN 'failed' ELSE 'done' END AS state,
-            CASE WHEN i > $1::int - 200 THEN NULL WHEN i % 500 = 1 THEN 'paid_not_credited' WHEN i % 20 = 3 THEN 'invalid_receipt'
-                 WHEN i % $3::int = 0 THEN 'credited' ELSE 'already_credited' END AS outcome) AS s
+        WITH source AS (
+            SELECT i AS id, 'receipt' AS kind, 'user-' || (i % $2::int) AS user_id, 'order-' || i AS order_id, 'coins_100' AS product_id,
+                   'bench-payload-' || i AS payload, sha256(('bench-' || i)::text::bytea) AS dedup_key,
+                   s.state, s.outcome, CASE WHEN i % 7 = 0 THEN 2 ELSE 1 END AS attempts, 0 AS apple_status,
+                   CASE WHEN s.state = 'failed' THEN 'status 21010' END AS last_error,
+                   CASE WHEN i % $3::int = 0 THEN ARRAY[(3000000000 + i)::text] ELSE '{}' END AS transaction_ids,
+                   t.at AS created_at, t.at AS run_at,
+                   CASE WHEN s.state IN ('queued', 'retrying') THEN NULL ELSE t.at + interval '4 seconds' END AS finished_at
+            FROM generate_series(1, $1::int) AS i
+            CROSS JOIN LATERAL (SELECT now() - interval '30 days' * ($1::int - i)::float8 / $1::int AS at) AS t
+            CROSS JOIN LATERAL (SELECT CASE
+                WHEN i > $1::int - 200 THEN 'queued' WHEN i % 500 = 1 THEN 'attention' WHEN i % 20 = 3 THEN 'failed' ELSE 'done' END AS state,
+                CASE WHEN i > $1::int - 200 THEN NULL WHEN i % 500 = 1 THEN 'paid_not_credited' WHEN i % 20 = 3 THEN 'invalid_receipt'
+                     WHEN i % $3::int = 0 THEN 'credited' ELSE 'already_credited' END AS outcome) AS s
+        ), requests AS (
+            INSERT INTO iap.job_requests (id, kind, user_id, order_id, product_id, payload, dedup_key, created_at)
+            SELECT id, kind, user_id, order_id, product_id, payload, dedup_key, created_at FROM source
+        )
+        INSERT INTO iap.job_queue (id, kind, state, outcome, attempts, apple_status, last_error, transaction_ids, created_at, run_at, finished_at)
+        SELECT id, kind, state, outcome, attempts, apple_status, last_error, transaction_ids, created_at, run_at, finished_at FROM source
         """
     static let ordersSQL = """
         INSERT INTO iap.orders (order_id, user_id, product_id, status, created_at, credited_at, transaction_id)
@@ -56,12 +66,12 @@ public struct ConsoleWorkload: Sendable {
     public func fill(_ client: PostgresClient) async throws {
         let step = max(jobs / max(ledgerRows, 1), 1)
         _ = try await client.query(Self.jobsSQL, [jobs, users, step])
-        _ = try await client.query("SELECT setval(pg_get_serial_sequence('iap.jobs', 'id'), $1)", [jobs])
+        _ = try await client.query("SELECT setval(pg_get_serial_sequence('iap.job_queue', 'id'), $1)", [jobs])
         _ = try await client.query(Self.ordersSQL, [jobs, users, step])
         _ = try await client.query(Self.creditsSQL, [jobs, users, step])
         _ = try await client.query(Self.alertsSQL, [jobs, users, alerts])
         try await ReconciliationWorkload().fill(client)
-        try await client.withConnection { try await $0.execute(script: "VACUUM ANALYZE iap.jobs, iap.orders, iap.credits, iap.alerts, iap.reconciliation_days, iap.reconciliation_checks") }
+        try await client.withConnection { try await $0.execute(script: "VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.orders, iap.credits, iap.alerts, iap.reconciliation_days, iap.reconciliation_checks") }
     }
 
     /// A transaction id in the ledger, for the i-th sample.

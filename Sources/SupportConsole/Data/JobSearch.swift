@@ -36,8 +36,9 @@ public struct JobSearch: Sendable {
     let client: PostgresClient
     public static let pageSize = 50
 
-    /// Each text arm is an equality on its own index (jobs_by_user, jobs_by_order, the primary
-    /// key fed by the ledger's and the alerts' indexes), so the planner ORs bitmaps instead of
+    /// Each text arm is an equality on its own index of iap.job_requests (job_requests_by_user,
+    /// job_requests_by_order, the primary key fed by the ledger's and the alerts' indexes; the
+    /// iap.jobs view's id is the request's, migration 0024), so the planner ORs bitmaps instead of
     /// walking the table. The ledger and alert arms find the jobs that credited a buyer, or
     /// raised their alert, without naming them (a notification, a late order match, a lookup):
     /// by transaction, original transaction, user or order. The array form matters: an

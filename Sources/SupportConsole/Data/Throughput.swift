@@ -53,11 +53,11 @@ struct ThroughputStore: Sendable {
     static let windowSQL = """
         SELECT date_trunc($2, finished_at) AS bucket, outcome, count(*)::bigint, count(*) FILTER (WHERE attempts > 1)::bigint
         FROM (
-            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'done' AND finished_at >= now() - $1::interval
+            SELECT finished_at, outcome, attempts FROM iap.job_queue WHERE state = 'done' AND finished_at >= now() - $1::interval
             UNION ALL
-            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'failed' AND finished_at >= now() - $1::interval
+            SELECT finished_at, outcome, attempts FROM iap.job_queue WHERE state = 'failed' AND finished_at >= now() - $1::interval
             UNION ALL
-            SELECT finished_at, outcome, attempts FROM iap.jobs WHERE state = 'attention' AND finished_at >= now() - $1::interval
+            SELECT finished_at, outcome, attempts FROM iap.job_queue WHERE state = 'attention' AND finished_at >= now() - $1::interval
         ) AS finished
         GROUP BY 1, 2 ORDER BY 1
         """

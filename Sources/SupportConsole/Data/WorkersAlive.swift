@@ -11,7 +11,7 @@ struct WorkersAlive: Sendable {
     let connected: Int
 
     static let leasingSQL = """
-        SELECT DISTINCT leased_by FROM iap.jobs
+        SELECT DISTINCT leased_by FROM iap.job_queue
         WHERE state = 'running' AND lease_expires_at > now() AND leased_by IS NOT NULL LIMIT 100
         """
     static let leaderSQL = "SELECT leader_id FROM iap.leader WHERE expires_at > now() ORDER BY name LIMIT 10"

@@ -92,7 +92,7 @@ public struct AppleBenchmark: Sendable {
     private func moneyCeiling(_ client: PostgresClient, count: Int) async throws -> Double {
         let paid = try await PaidReceipts.prepare(client, tag: "raw", count: count, bundleID: "com.example.bench")
         try await paid.enqueue(client)
-        _ = try await client.query("ANALYZE iap.jobs")
+        _ = try await client.query("ANALYZE iap.job_queue, iap.job_requests")
         return try await MoneyPathCeiling(client: client, batch: 100).drain(expected: count)
     }
 
@@ -138,10 +138,10 @@ public struct AppleBenchmark: Sendable {
         peakRSS = max(peakRSS, ResourceUsage.peakRSSMiB(pid: String(worker)))
         let credited = Double(try await credits(client) - before)
         let statements = counting ? await statistics.top(8) : []
-        let finished = try await client.query("SELECT min(finished_at), max(finished_at) FROM iap.jobs WHERE finished_at >= $1", [enqueued])[0]
+        let finished = try await client.query("SELECT min(finished_at), max(finished_at) FROM iap.job_queue WHERE finished_at >= $1", [enqueued])[0]
         let firstFinished = try finished.decode(Date?.self, at: 0).map { $0.timeIntervalSince(enqueued) } ?? 0
         let lastFinished = try finished.decode(Date?.self, at: 1).map { $0.timeIntervalSince(enqueued) } ?? 0
-        let window = try await client.query("SELECT finished_at FROM iap.jobs WHERE finished_at >= $1 ORDER BY finished_at OFFSET $2 LIMIT 1",
+        let window = try await client.query("SELECT finished_at FROM iap.job_queue WHERE finished_at >= $1 ORDER BY finished_at OFFSET $2 LIMIT 1",
                                             [enqueued, min(concurrency, count) - 1])
         let firstWindowFinished = try window.first?.decode(Date?.self, at: 0).map { $0.timeIntervalSince(enqueued) } ?? 0
         let workerMicros = (ResourceUsage.cpuSeconds(pid: worker) - workerCPU) * 1e6 / max(1, credited)
@@ -159,7 +159,7 @@ public struct AppleBenchmark: Sendable {
     }
 
     private func hasUnfinishedJobs(_ client: PostgresClient) async throws -> Bool {
-        try await client.query("SELECT EXISTS (SELECT 1 FROM iap.jobs WHERE state IN ('queued', 'retrying', 'running'))")[0]
+        try await client.query(QueueProbe.unfinishedSQL)[0]
             .decode(Bool.self, at: 0)
     }
 

@@ -18,6 +18,12 @@ public struct IngestBenchmark: Sendable {
     static let targetLinesPerSecond = 50_000.0
     static let ndjsonLines = 200_000
 
+    /// A job is a row in each of iap.job_requests and iap.job_queue (migration 0024).
+    static let removeJobsSQL = """
+        WITH gone AS (DELETE FROM iap.job_requests WHERE user_id LIKE $1 RETURNING id)
+        DELETE FROM iap.job_queue q USING gone WHERE q.id = gone.id
+        """
+
     public func run() async throws -> Int32 {
         let requests = context.number("jobs", default: 30_000)
         let clients = context.number("concurrency", default: 64)
@@ -31,7 +37,7 @@ public struct IngestBenchmark: Sendable {
                 // A tag of our own: with DATABASE_URL the rows are told apart from real ones, and removed after.
                 let tag = "bench-ingest-" + UUID().uuidString.prefix(8).lowercased()
                 try await measure(client, url: url, tag: tag, requests: requests, clients: clients)
-                if cluster == nil { _ = try await client.query("DELETE FROM iap.jobs WHERE user_id LIKE $1", [tag + "-%"]) }
+                if cluster == nil { _ = try await client.query(Self.removeJobsSQL, [tag + "-%"]) }
             } catch {
                 await client.close()
                 throw error

@@ -13,10 +13,10 @@ struct MoneyPathCeiling: Sendable {
 
     static let claimSQL = """
         WITH picked AS (
-            SELECT id FROM iap.jobs WHERE state IN ('queued', 'retrying') AND run_at <= now()
+            SELECT id FROM iap.job_queue WHERE state IN ('queued', 'retrying') AND run_at <= now()
             ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
         )
-        UPDATE iap.jobs AS j SET state = 'running', attempts = j.attempts + 1, leased_by = $2,
+        UPDATE iap.job_queue AS j SET state = 'running', attempts = j.attempts + 1, leased_by = $2,
             lease_expires_at = now() + interval '60 seconds'
         FROM picked WHERE j.id = picked.id
         RETURNING j.id
@@ -25,9 +25,10 @@ struct MoneyPathCeiling: Sendable {
     /// The bench's receipts pay order `TAG-oN` with transaction `TAG-N`.
     static let creditSQL = """
         WITH mine AS (
-            SELECT j.id, j.user_id, j.order_id, replace(j.order_id, '-o', '-') AS transaction_id
-            FROM iap.jobs AS j WHERE j.id = ANY($1::bigint[]) AND j.leased_by = $2 AND j.lease_expires_at > now()
-            FOR UPDATE
+            SELECT j.id, r.user_id, r.order_id, replace(r.order_id, '-o', '-') AS transaction_id
+            FROM iap.job_queue AS j JOIN iap.job_requests AS r ON r.id = j.id
+            WHERE j.id = ANY($1::bigint[]) AND j.leased_by = $2 AND j.lease_expires_at > now()
+            FOR UPDATE OF j
         ), ledger AS (
             INSERT INTO iap.credits (transaction_id, original_transaction_id, order_id, user_id, product_id, quantity,
                                      environment, purchased_at, job_id)
@@ -38,7 +39,7 @@ struct MoneyPathCeiling: Sendable {
             UPDATE iap.orders AS o SET status = 'credited', credited_at = now(), transaction_id = ledger.transaction_id
             FROM ledger WHERE o.order_id = ledger.order_id
         )
-        UPDATE iap.jobs AS j SET state = 'done', outcome = 'credited', finished_at = now(), leased_by = NULL, lease_expires_at = NULL
+        UPDATE iap.job_queue AS j SET state = 'done', outcome = 'credited', finished_at = now(), leased_by = NULL, lease_expires_at = NULL
         FROM mine WHERE j.id = mine.id
         """
 

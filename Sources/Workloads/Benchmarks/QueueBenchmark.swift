@@ -21,20 +21,29 @@ public struct QueueBenchmark: Sendable {
         return try await context.withDatabase { url, cluster in
             let client = PostgresClient(conninfo: url, maxConnections: 6, applicationName: "receipt-worker-bench")
             try await context.migrate(client)
-            _ = try await client.query("TRUNCATE iap.jobs")
+            _ = try await client.query("TRUNCATE iap.job_queue, iap.job_requests")
             BenchReport.line("queue", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)", "cores": "\(ProcessInfo.processInfo.activeProcessorCount)"])
 
             let enqueueRate = try await enqueue(client, count: jobs, tag: "a")
             BenchReport.line("queue", "enqueue", ["enqueue_jobs_per_s": BenchReport.figure(enqueueRate), "jobs": "\(jobs)", "via": "COPY+INSERT..SELECT"])
 
             let direct = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-bench-worker")
+            let statistics = StatementStatistics(client: client)
+            let counting = await statistics.reset()
+            let activity = TableActivity(client: client, table: "iap.job_queue")
+            let before = try await activity.read()
             let drain = try await drainInProcess(client, worker: direct, listenURL: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
             BenchReport.line("queue", "drain", ["drain_jobs_per_s": BenchReport.figure(drain), "processes": "1", "concurrency": "\(concurrency)",
                              "claim_batch": "\(claimBatch)", "peak_rss_mb": BenchReport.figure(ResourceUsage.peakRSSMiB())])
+            try await reportDrainCost(statistics: counting ? statistics : nil, activity: activity, before: before, jobs: jobs)
 
             _ = try await enqueue(client, count: jobs, tag: "b")
             let ceiling = try await rawSQLCeiling(client, jobs: jobs, batch: claimBatch)
             BenchReport.line("queue", "raw_sql", ["raw_sql_ceiling_jobs_per_s": BenchReport.figure(ceiling), "drain_to_ceiling_ratio": String(format: "%.2f", drain / ceiling)])
+            let lean = try await LeanQueueCeiling(client: client, batch: claimBatch).measure(jobs: jobs)
+            BenchReport.line("queue", "lean_ceiling", ["lean_ceiling_jobs_per_s": BenchReport.figure(lean),
+                             "drain_to_lean_ceiling_ratio": String(format: "%.2f", drain / lean),
+                             "raw_sql_to_lean_ceiling_ratio": String(format: "%.2f", ceiling / lean)])
 
             // What unnamed statements (the only kind a transaction pooler allows) cost the hot path.
             _ = try await enqueue(client, count: jobs, tag: "u")
@@ -73,6 +82,24 @@ public struct QueueBenchmark: Sendable {
 
 
 
+    /// The drain's cost on the server: claim and completion time per job (pg_stat_statements),
+    /// how many of iap.job_queue's updates were HOT, and the WAL written per job.
+    private func reportDrainCost(statistics: StatementStatistics?, activity: TableActivity, before: TableActivity.Reading, jobs: Int) async throws {
+        try await Task.sleep(for: .milliseconds(1_100)) // the workers' sessions are closed; let their counters land
+        let after = try await activity.read()
+        var fields: [(String, String)] = [
+            ("job_queue_updates", "\(after.updates - before.updates)"), ("hot_updates", "\(after.hotUpdates - before.hotUpdates)"),
+            ("wal_bytes_per_job", BenchReport.figure((after.walBytes - before.walBytes) / Double(jobs))),
+        ]
+        if let statistics, let claim = await statistics.millisecondsPerRow("claim"),
+           let completion = await statistics.millisecondsPerRow("completion") {
+            fields += [("claim_us_per_job", String(format: "%.1f", claim * 1000)), ("completion_us_per_job", String(format: "%.1f", completion * 1000))]
+        } else {
+            fields.append(("statement_times", "unavailable (pg_stat_statements not loaded)"))
+        }
+        BenchReport.line("queue", "drain_cost", fields)
+    }
+
     /// Loads `count` no-op jobs the way bulk ingest does: COPY into a staging table, then one INSERT .. SELECT.
     private func enqueue(_ client: PostgresClient, count: Int, tag: String) async throws -> Double {
         let rows: [[String?]] = (0..<count).map { ["bench-user-\($0 % 1000)", "bench-\(tag)-\($0)", "bm9vcA=="] }
@@ -82,19 +109,24 @@ public struct QueueBenchmark: Sendable {
                 _ = try await tx.query("CREATE TEMP TABLE bench_staging (user_id text, order_id text, payload text) ON COMMIT DROP")
                 try await tx.copyIn("COPY bench_staging FROM STDIN", rows: rows)
                 _ = try await tx.query("""
-                    INSERT INTO iap.jobs (kind, user_id, order_id, payload, dedup_key)
-                    SELECT 'receipt', user_id, order_id, payload, iap.job_dedup_key('receipt', user_id, order_id, payload)
-                    FROM bench_staging ON CONFLICT (dedup_key) DO NOTHING
+                    WITH requests AS (
+                        INSERT INTO iap.job_requests (id, kind, user_id, order_id, payload, dedup_key)
+                        SELECT nextval('iap.jobs_id_seq'), 'receipt', user_id, order_id, payload,
+                               iap.job_dedup_key('receipt', user_id, order_id, payload)
+                        FROM bench_staging ON CONFLICT (dedup_key) DO NOTHING
+                        RETURNING id, kind
+                    )
+                    INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM requests
                     """)
             }
         }
         let seconds = (ContinuousClock.now - started).seconds
-        _ = try await client.query("VACUUM ANALYZE iap.jobs")
+        _ = try await client.query("VACUUM ANALYZE iap.job_queue, iap.job_requests")
         return Double(count) / seconds
     }
 
     private func waitUntilDrained(_ client: PostgresClient) async throws {
-        while try await client.query("SELECT EXISTS (SELECT 1 FROM iap.jobs WHERE state IN ('queued', 'running', 'retrying'))")[0].decode(Bool.self, at: 0) {
+        while try await client.query(QueueProbe.unfinishedSQL)[0].decode(Bool.self, at: 0) {
             try await Task.sleep(for: .milliseconds(20))
         }
     }

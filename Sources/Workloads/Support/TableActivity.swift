@@ -1,0 +1,43 @@
+import Postgres
+
+/// What one table's updates cost, between two readings: how many were HOT (no index entry
+/// written, the new version on the same page) and the WAL the whole cluster wrote meanwhile.
+struct TableActivity: Sendable {
+    struct Reading: Sendable {
+        let updates: Int
+        let hotUpdates: Int
+        let walBytes: Double
+    }
+
+    let client: PostgresClient
+    /// Schema-qualified, e.g. `iap.job_queue`.
+    let table: String
+
+    static let readSQL = """
+        SELECT coalesce(n_tup_upd, 0), coalesce(n_tup_hot_upd, 0), pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8
+        FROM (SELECT 1) AS one LEFT JOIN pg_stat_user_tables s ON s.relid = to_regclass($1)
+        """
+
+    /// Counters are flushed by each backend at most once a second and when it ends: read after
+    /// the measured sessions closed, or a second later.
+    func read() async throws -> Reading {
+        _ = try await client.query("SELECT pg_stat_clear_snapshot()")
+        let row = try await client.query(Self.readSQL, [table])[0]
+        return Reading(updates: try row.decode(Int.self, at: 0), hotUpdates: try row.decode(Int.self, at: 1),
+                       walBytes: try row.decode(Double.self, at: 2))
+    }
+}
+
+extension StatementStatistics {
+    static let perRowSQL = """
+        SELECT sum(total_exec_time)::float8, sum(rows)::float8 FROM pg_stat_statements WHERE query LIKE '%-- receipt-worker: ' || $1 || '%'
+        """
+
+    /// Server time per row returned (per job, for the claim and the completion) of the statements
+    /// labelled `label` since `reset`; nil without pg_stat_statements or before any call.
+    func millisecondsPerRow(_ label: String) async -> Double? {
+        guard let row = try? await client.query(Self.perRowSQL, [label]).first,
+              let time = try? row.decode(Double?.self, at: 0), let rows = try? row.decode(Double?.self, at: 1), rows > 0 else { return nil }
+        return time / rows
+    }
+}

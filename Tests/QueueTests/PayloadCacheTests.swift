@@ -1,0 +1,59 @@
+import Foundation
+import Postgres
+@testable import Queue
+import Synchronization
+import XCTest
+
+/// Issue 25: a claim leaves out the payload of a job the worker sent back for a retry.
+final class PayloadCacheTests: XCTestCase {
+    func testTheOldestEntryGoesFirstAndATakenPayloadIsGone() {
+        let cache = PayloadCache(capacity: 2)
+        cache.remember(1, payload: "one")
+        cache.remember(2, payload: "two")
+        cache.remember(3, payload: "three")
+        XCTAssertEqual(Set(cache.ids), [2, 3])
+        XCTAssertEqual(cache.take(2), "two")
+        XCTAssertNil(cache.take(2))
+        for id in 4...50 { cache.remember(id, payload: "\(id)") }
+        XCTAssertEqual(Set(cache.ids), [49, 50])
+    }
+
+    func testAClaimLeavesOutTheCachedPayloadsAndReadsAnEvictedOneAgain() async throws {
+        let fixture = try await QueueFixture.make()
+        try await fixture.enqueue(3)
+        let ids = try await fixture.client.query("SELECT id FROM iap.job_queue ORDER BY id").map { try $0.decode(Int.self, at: 0) }
+        let cache = PayloadCache()
+        cache.remember(ids[0], payload: "from-the-cache")
+        let claimed = try await fixture.store.claim(limit: 1, workerID: "w", leaseSeconds: 30, cache: cache)
+        XCTAssertEqual(claimed.map(\.payload), ["from-the-cache"], "the claim sent no payload for a cached job")
+        XCTAssertEqual(cache.count, 0)
+
+        // Named in the claim, but gone from the cache by the time the reply is read: read again.
+        let rows = try await fixture.client.query(QueueStore.claimSQL, [1, "w", 30.0, [ids[1]]])
+        XCTAssertNil(try rows[0].decode(String?.self, at: 5))
+        let reread = try await fixture.store.claimedJobs(rows, cache: cache)
+        XCTAssertEqual(reread.map(\.payload), ["cGF5bG9hZA=="])
+        await fixture.client.close()
+    }
+
+    func testARetryOnTheSameWorkerUsesThePayloadItSentBack() async throws {
+        let fixture = try await QueueFixture.make()
+        try await fixture.enqueue(1)
+        let client = fixture.client
+        let seen = Mutex<[String]>([])
+        let worker = fixture.worker(ScriptedHandler { job in
+            seen.withLock { $0.append(job.payload) }
+            guard job.attempts == 1 else { return .finish(.done, "acknowledged") }
+            // Were the next claim to send the payload, it would send this one.
+            _ = try? await client.query("UPDATE iap.job_requests SET payload = 'changed' WHERE id = $1", [job.id])
+            return .retry("apple_unreachable")
+        }) { $0.concurrency = 1 }
+        let run = Task { await worker.run() }
+        let done = try await fixture.eventually { try await fixture.states()["done"] == 1 }
+        worker.shutdown()
+        await run.value
+        XCTAssertTrue(done)
+        XCTAssertEqual(seen.withLock { $0 }, ["cGF5bG9hZA==", "cGF5bG9hZA=="])
+        await client.close()
+    }
+}
