@@ -5,9 +5,19 @@ import Postgres
 /// key and one partial index on the runnable rows, the same batched SKIP LOCKED claim and
 /// completion as raw SQL on two connections, no Swift queue logic. `bench queue` prints its
 /// drain as a fraction of this.
+///
+/// Two shapes: `bare` marks a row running and then done and nothing else; `sameWork` does on
+/// that table what our queue must do for every job (a lease with an expiry that a rescuer can
+/// act on, the attempt counted, the completion refused once the lease is gone, the outcome and
+/// the finish time written), so the gap between the two is the price of those duties and the
+/// gap between `sameWork` and our raw SQL is the price of our table (its indexes, the request
+/// read by the claim).
 struct LeanQueueCeiling: Sendable {
+    enum Shape: Sendable { case bare, sameWork }
+
     let client: PostgresClient
     let batch: Int
+    var shape: Shape = .bare
     let lanes = 2
 
     static let createSQL = """
@@ -16,14 +26,19 @@ struct LeanQueueCeiling: Sendable {
         CREATE TABLE bench_lean.queue (
             id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
             state text NOT NULL DEFAULT 'queued',
+            attempts int NOT NULL DEFAULT 0,
             run_at timestamptz NOT NULL DEFAULT now(),
             leased_by text NULL,
+            lease_expires_at timestamptz NULL,
+            outcome text NULL,
+            finished_at timestamptz NULL,
             payload text NOT NULL
         ) WITH (fillfactor = 70);
         CREATE INDEX queue_runnable ON bench_lean.queue (run_at, id) WHERE state = 'queued';
         """
     static let fillSQL = "INSERT INTO bench_lean.queue (payload) SELECT 'bm9vcA==' FROM generate_series(1, $1::int)"
-    static let claimSQL = """
+
+    static let bareClaimSQL = """
         WITH picked AS (
             SELECT id FROM bench_lean.queue WHERE state = 'queued' AND run_at <= now()
             ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
@@ -32,10 +47,28 @@ struct LeanQueueCeiling: Sendable {
         FROM picked WHERE q.id = picked.id
         RETURNING q.id, q.payload
         """
-    static let completeSQL = "UPDATE bench_lean.queue SET state = 'done', leased_by = NULL WHERE id = ANY($1::bigint[]) AND leased_by = $2"
+    static let bareCompleteSQL = "UPDATE bench_lean.queue SET state = 'done', leased_by = NULL WHERE id = ANY($1::bigint[]) AND leased_by = $2"
+
+    static let sameWorkClaimSQL = """
+        WITH picked AS (
+            SELECT id FROM bench_lean.queue WHERE state = 'queued' AND run_at <= now()
+            ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+        )
+        UPDATE bench_lean.queue AS q SET state = 'running', attempts = q.attempts + 1, leased_by = $2,
+            lease_expires_at = now() + interval '60 seconds'
+        FROM picked WHERE q.id = picked.id
+        RETURNING q.id, q.payload, q.attempts
+        """
+    static let sameWorkCompleteSQL = """
+        UPDATE bench_lean.queue SET state = 'done', outcome = 'acknowledged', finished_at = now(),
+            leased_by = NULL, lease_expires_at = NULL
+        WHERE id = ANY($1::bigint[]) AND leased_by = $2 AND lease_expires_at > now()
+        """
 
     /// Loads `jobs` rows, drains them, drops the table; returns jobs per second.
     func measure(jobs: Int) async throws -> Double {
+        let (claimSQL, completeSQL) = shape == .bare ? (Self.bareClaimSQL, Self.bareCompleteSQL)
+                                                     : (Self.sameWorkClaimSQL, Self.sameWorkCompleteSQL)
         try await client.withConnection { try await $0.execute(script: Self.createSQL) }
         _ = try await client.query(Self.fillSQL, [jobs])
         _ = try await client.query("VACUUM ANALYZE bench_lean.queue")
@@ -45,9 +78,9 @@ struct LeanQueueCeiling: Sendable {
                 group.addTask {
                     let worker = "lean-\(lane)"
                     while true {
-                        let ids = try await client.query(Self.claimSQL, [batch, worker]).map { try $0.decode(Int.self, at: 0) }
+                        let ids = try await client.query(claimSQL, [batch, worker]).map { try $0.decode(Int.self, at: 0) }
                         if ids.isEmpty { return }
-                        _ = try await client.query(Self.completeSQL, [ids, worker])
+                        _ = try await client.query(completeSQL, [ids, worker])
                     }
                 }
             }

@@ -44,6 +44,10 @@ public struct QueueBenchmark: Sendable {
             BenchReport.line("queue", "lean_ceiling", ["lean_ceiling_jobs_per_s": BenchReport.figure(lean),
                              "drain_to_lean_ceiling_ratio": String(format: "%.2f", drain / lean),
                              "raw_sql_to_lean_ceiling_ratio": String(format: "%.2f", ceiling / lean)])
+            let sameWork = try await LeanQueueCeiling(client: client, batch: claimBatch, shape: .sameWork).measure(jobs: jobs)
+            BenchReport.line("queue", "lean_same_work_ceiling", ["lean_same_work_jobs_per_s": BenchReport.figure(sameWork),
+                             "drain_to_lean_same_work_ratio": String(format: "%.2f", drain / sameWork),
+                             "raw_sql_to_lean_same_work_ratio": String(format: "%.2f", ceiling / sameWork)])
 
             // What unnamed statements (the only kind a transaction pooler allows) cost the hot path.
             _ = try await enqueue(client, count: jobs, tag: "u")
