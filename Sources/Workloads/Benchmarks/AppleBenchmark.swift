@@ -32,6 +32,10 @@ public struct AppleBenchmark: Sendable {
         let statements: [StatementStatistics.Entry]
     }
 
+    /// Run-unique order, user and transaction ids: a `DATABASE_URL` kept between runs (a durable
+    /// cluster) already holds the previous run's orders and ledger.
+    private let runTag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+
     public func run() async throws -> Int32 {
         let fastCount = context.number("jobs", default: 20_000)
         let inFlight = context.number("in-flight", default: 2_000)
@@ -41,7 +45,7 @@ public struct AppleBenchmark: Sendable {
             BenchReport.line("apple", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)",
                              "cores": "\(ProcessInfo.processInfo.activeProcessorCount)", "apple": "apple-sim over loopback HTTP"])
 
-            let fast = try await measure(client, url: url, count: fastCount, latency: nil, concurrency: 256, claimBatch: 500, tag: "fast")
+            let fast = try await measure(client, url: url, count: fastCount, latency: nil, concurrency: 256, claimBatch: 500, tag: "fast-\(runTag)")
             let ceiling = try await moneyCeiling(client, count: fastCount)
             BenchReport.line("apple", "latency_0", ["verified_credited_per_s": BenchReport.figure(fast.rate), "receipts": "\(fastCount)",
                              "concurrency": "256", "raw_sql_money_ceiling_per_s": BenchReport.figure(ceiling),
@@ -55,7 +59,7 @@ public struct AppleBenchmark: Sendable {
             // settlement are one-off costs that a short run would count as a large share of the throughput.
             let slowCount = max(24_000, min(inFlight * 12, 60_000))
             let slow = try await measure(client, url: url, count: slowCount, latency: SimLatency(.seconds(3)), concurrency: inFlight,
-                                         claimBatch: 500, tag: "slow")
+                                         claimBatch: 500, tag: "slow-\(runTag)")
             let allowed = min(Double(inFlight) / 3, fast.rate)
             BenchReport.line("apple", "latency_3s", ["verified_credited_per_s": BenchReport.figure(slow.rate), "receipts": "\(slowCount)",
                              "in_flight": "\(inFlight)", "ceiling_per_s": BenchReport.figure(allowed),
@@ -90,7 +94,7 @@ public struct AppleBenchmark: Sendable {
 
     /// The same receipts' database writes as set-based SQL (`MoneyPathCeiling`).
     private func moneyCeiling(_ client: PostgresClient, count: Int) async throws -> Double {
-        let paid = try await PaidReceipts.prepare(client, tag: "raw", count: count, bundleID: "com.example.bench")
+        let paid = try await PaidReceipts.prepare(client, tag: "raw-\(runTag)", count: count, bundleID: "com.example.bench")
         try await paid.enqueue(client)
         _ = try await client.query("ANALYZE iap.job_queue, iap.job_requests")
         return try await MoneyPathCeiling(client: client, batch: 100).drain(expected: count)
