@@ -42,4 +42,47 @@ final class CompletionPlanTests: XCTestCase {
         await store.client.close()
         await connection.close()
     }
+
+    /// Rows sharing their values share one entry of the statement's value arrays: each row still
+    /// gets its own state, outcome, delay, Apple status, error and transactions.
+    func testRowsWithSharedAndOwnValuesEachGetTheirOwn() async throws {
+        let url = try await TestDatabase.fresh()
+        let connection = try await PostgresConnection.connect(url)
+        _ = try await connection.query("""
+            INSERT INTO iap.jobs (kind, user_id, order_id, payload, dedup_key)
+            SELECT 'receipt', 'u-' || n, 'o-' || n, 'cA==', iap.job_dedup_key('receipt', 'u-' || n, 'o-' || n, 'cA==')
+            FROM generate_series(1, 9) AS n
+            """)
+        _ = try await connection.query("""
+            UPDATE iap.jobs SET state = 'running', attempts = 1, apple_status = 7, leased_by = 'w', lease_expires_at = now() + interval '1 hour'
+            """)
+        let ids = try await connection.query("SELECT id FROM iap.jobs ORDER BY id").map { try $0.decode(Int.self, at: 0) }
+        func row(_ index: Int) -> CompletionRow {
+            switch index % 3 {
+            case 0: CompletionRow(id: ids[index], state: "done", outcome: "acknowledged", delaySeconds: nil, appleStatus: nil, error: nil, transactionIDs: [])
+            case 1: CompletionRow(id: ids[index], state: "retrying", outcome: nil, delaySeconds: 3_600, appleStatus: 21_005, error: "apple busy", transactionIDs: [])
+            default: CompletionRow(id: ids[index], state: "done", outcome: "credited", delaySeconds: nil, appleStatus: 0, error: nil,
+                                   transactionIDs: ["t\(index)", "x"])
+            }
+        }
+        let store = QueueStore(client: PostgresClient(conninfo: url))
+        let completion = try XCTUnwrap(store.completionStatement((0..<9).reversed().map(row), workerID: "w", witness: UUID()))
+        let written = try await connection.transaction { tx in try await tx.pipeline([completion])[0] }
+        XCTAssertEqual(written.count, 9)
+        for index in 0..<9 {
+            let job = try await connection.query("""
+                SELECT state, outcome, run_at > now() + interval '30 minutes', apple_status, last_error, transaction_ids, leased_by IS NULL
+                FROM iap.jobs WHERE id = $1
+                """, [ids[index]])[0]
+            let expected = row(index)
+            XCTAssertEqual(try job.decode(String.self, at: 0), expected.state, "job \(index)")
+            XCTAssertEqual(try job.decode(String?.self, at: 1), expected.outcome, "job \(index)")
+            XCTAssertEqual(try job.decode(Bool.self, at: 2), expected.delaySeconds != nil, "job \(index)")
+            XCTAssertEqual(try job.decode(Int.self, at: 3), expected.appleStatus ?? 7, "job \(index): no Apple status keeps the last one")
+            XCTAssertEqual(try job.decode(String?.self, at: 4), expected.error, "job \(index)")
+            XCTAssertEqual(try job.decode([String].self, at: 5), expected.transactionIDs, "job \(index)")
+            XCTAssertTrue(try job.decode(Bool.self, at: 6), "job \(index)")
+        }
+        await connection.close()
+    }
 }
