@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability", "JSONWire"]),
         .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability", "COpenSSL", "JSONWire"]),
         // The support console: a server-rendered web application (SPEC 10).
-        .target(name: "SupportConsole", dependencies: ["Postgres", "HTTP", "Observability", "Queue", "Settlement", "COpenSSL"]),
+        .target(name: "SupportConsole", dependencies: ["Postgres", "HTTP", "Observability", "Queue", "AppStore", "Settlement", "COpenSSL"]),
         // Workloads the CLI runs but does not hold: the benchmarks and the demo's tour.
         .target(name: "Workloads", dependencies: ["Postgres", "EmbeddedPostgres", "Observability", "HTTP", "Queue",
                                                   "AppStore", "Settlement", "Ingest", "AppleSim", "SupportConsole"]),

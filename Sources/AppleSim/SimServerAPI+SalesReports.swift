@@ -17,11 +17,7 @@ extension SimServerAPI {
                 switch transactionHistory(params["id"] ?? "", authorization: request.header("Authorization"), environment: environment) {
                 case .refused(let answer): return Self.response(answer)
                 case .found(let payloads):
-                    let signed = payloads.compactMap { payload -> String? in
-                        var fresh = payload
-                        fresh.signedDate = Date()
-                        return try? signingChain.signTransaction(fresh)
-                    }
+                    let signed = payloads.compactMap(signedAfresh)
                     return Self.historyJSON(TransactionHistoryResponse(revision: "sim-r1", hasMore: false, bundleId: payloads.first?.bundleId,
                                                                        environment: environment.rawValue, signedTransactions: signed))
                 }

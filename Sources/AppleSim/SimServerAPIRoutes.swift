@@ -36,11 +36,7 @@ extension SimServerAPI {
             switch lookUpOrder(params["orderId"] ?? "", authorization: request.header("Authorization")) {
             case .refused(let answer): return Self.response(answer)
             case .found(let payloads):
-                let signed = payloads.compactMap { payload -> String? in
-                    var fresh = payload
-                    fresh.signedDate = Date()
-                    return try? signingChain.signTransaction(fresh)
-                }
+                let signed = payloads.compactMap(signedAfresh)
                 return Self.json(OrderLookupResponse(status: signed.isEmpty ? OrderLookupResponse.invalid : OrderLookupResponse.valid,
                                                      signedTransactions: signed))
             }
@@ -56,13 +52,19 @@ extension SimServerAPI {
     private func respond(_ id: String, _ request: HTTPRequest, environment: StoreKitEnvironment) -> HTTPResponse {
         let answer = getTransactionInfo(id: id, authorization: request.header("Authorization"), environment: environment)
         switch answer {
-        case .signed(var payload):
-            payload.signedDate = Date()  // Apple signs every answer afresh
-            guard let jws = try? signingChain.signTransaction(payload) else { return .error(status: 500, "signing failed") }
+        case .signed(let payload):
+            guard let jws = signedAfresh(payload) else { return .error(status: 500, "signing failed") }
             return Self.json(["signedTransactionInfo": jws])
         case .status:
             return Self.response(answer)
         }
+    }
+
+    /// A transaction as Apple answers it: signed afresh, with this moment's `signedDate`.
+    func signedAfresh(_ payload: JWSTransactionPayload) -> String? {
+        var fresh = payload
+        fresh.signedDate = Date()
+        return try? signingChain.signTransaction(fresh)
     }
 
     /// A status answer as Apple sends it: JSON `errorCode`/`errorMessage` when there is a code.

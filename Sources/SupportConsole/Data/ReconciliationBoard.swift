@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 import Postgres
 
@@ -81,12 +82,7 @@ struct ReconciliationBoard: Sendable {
     /// The `before` cursor: a real calendar date written YYYY-MM-DD, or a 400.
     static func cursor(_ text: String?) throws -> String? {
         guard let text else { return nil }
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts.map(\.count) == [4, 2, 2], parts.allSatisfy({ $0.allSatisfy { ("0"..."9").contains($0) } }),
-              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-              DateComponents(calendar: Calendar(identifier: .gregorian), year: year, month: month, day: day).isValidDate else {
-            throw BadRequest("before must be a date written YYYY-MM-DD.")
-        }
+        guard ReportDay(text) != nil else { throw BadRequest("before must be a date written YYYY-MM-DD.") }
         return text
     }
 }

@@ -53,3 +53,17 @@ struct StatementStatistics: Sendable {
         return words.prefix(4).joined(separator: " ")
     }
 }
+
+extension StatementStatistics {
+    static let perRowSQL = """
+        SELECT sum(total_exec_time)::float8, sum(rows)::float8 FROM pg_stat_statements WHERE query LIKE '%-- receipt-worker: ' || $1 || '%'
+        """
+
+    /// Server time per row returned (per job, for the claim and the completion) of the statements
+    /// labelled `label` since `reset`; nil without pg_stat_statements or before any call.
+    func millisecondsPerRow(_ label: String) async -> Double? {
+        guard let row = try? await client.query(Self.perRowSQL, [label]).first,
+              let time = try? row.decode(Double?.self, at: 0), let rows = try? row.decode(Double?.self, at: 1), rows > 0 else { return nil }
+        return time / rows
+    }
+}
