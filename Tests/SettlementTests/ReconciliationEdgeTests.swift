@@ -98,9 +98,7 @@ final class ReconciliationEdgeTests: XCTestCase {
         let f = try await SettlementFixture(serverAPI: true)
         let sim = f.simulator.serverAPI
         let transport = try SocketHTTPTransport()
-        let reports = try SalesReportClient(configuration: AppStoreConnectConfiguration(
-            baseURL: f.simulator.baseURL, issuerID: SimServerAPI.defaultIssuerID, keyID: SimServerAPI.defaultKeyID,
-            vendorNumber: "85000001", privateKey: sim.apiPrivateKey, requestTimeout: .seconds(5)), transport: transport)
+        let reports = try SalesReportClient.against(f.simulator, transport: transport)
         let logger = Logger(minimumLevel: .debug, sink: f.logs)
         let reconciler = Reconciler(client: f.client, reports: reports, alerts: AlertRecorder(logger: logger, metrics: f.metrics, webhook: nil),
                                     logger: logger, recovery: GapRecovery(

@@ -21,9 +21,7 @@ struct ReconciliationHarness {
         let sim = AppleSimulator()
         try sim.start()
         let transport = try SocketHTTPTransport()
-        let reports = try SalesReportClient(configuration: AppStoreConnectConfiguration(
-            baseURL: sim.baseURL, issuerID: SimServerAPI.defaultIssuerID, keyID: SimServerAPI.defaultKeyID, vendorNumber: "85000001",
-            privateKey: sim.serverAPI.apiPrivateKey, requestTimeout: .seconds(5)), transport: transport)
+        let reports = try SalesReportClient.against(sim, transport: transport)
         let logs = CapturingLogSink()
         let logger = Logger(minimumLevel: .debug, sink: logs)
         let alerts = AlertRecorder(logger: logger, metrics: SettlementMetrics(registry: MetricsRegistry()), webhook: nil)
@@ -63,5 +61,14 @@ struct ReconciliationHarness {
     func outcome(_ day: ReportDay) async throws -> String? {
         try await client.query("SELECT status, no_sales FROM iap.reconciliation_checks WHERE day = $1::date", [day.description]).first
             .map { "\(try $0.decode(String.self, at: 0))/\(try $0.decode(Bool.self, at: 1))" }
+    }
+}
+
+extension SalesReportClient {
+    /// A client of apple-sim's Sales and Trends reports, with the simulator's own App Store Connect key.
+    static func against(_ sim: AppleSimulator, transport: SocketHTTPTransport) throws -> SalesReportClient {
+        try SalesReportClient(configuration: AppStoreConnectConfiguration(
+            baseURL: sim.baseURL, issuerID: SimServerAPI.defaultIssuerID, keyID: SimServerAPI.defaultKeyID, vendorNumber: "85000001",
+            privateKey: sim.serverAPI.apiPrivateKey, requestTimeout: .seconds(5)), transport: transport)
     }
 }
