@@ -24,6 +24,35 @@ enum PostgresArrayLiteral {
         return out
     }
 
+    /// `{1,-2,3}`, digit by digit.
+    static func encode(_ integers: [Int]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(2 + integers.count * 12)
+        out.append(UInt8(ascii: "{"))
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        for (index, integer) in integers.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            if integer < 0 { out.append(UInt8(ascii: "-")) }
+            var magnitude = integer.magnitude
+            withUnsafeMutableBytes(of: &digits) { buffer in
+                var count = 0
+                repeat {
+                    buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                    magnitude /= 10
+                    count += 1
+                } while magnitude > 0
+                while count > 0 {
+                    count -= 1
+                    out.append(buffer[count])
+                }
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     /// Parses the server's output for a one-dimensional array.
     static func decode(_ text: String) throws -> [String?] {
         var scalars = Array(text.unicodeScalars)

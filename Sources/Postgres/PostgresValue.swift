@@ -57,7 +57,11 @@ extension Data: PostgresEncodable {
     public var postgresBind: PostgresBind { PostgresBind(binary: Array(self)) }
 }
 extension Array: PostgresEncodable where Element: PostgresArrayElement {
-    public var postgresBind: PostgresBind { PostgresBind(utf8Text: PostgresArrayLiteral.encode(self.map(\.arrayLiteralItem))) }
+    public var postgresBind: PostgresBind {
+        // Job ids go out by the thousand in every claim and completion: their digits directly.
+        if let integers = self as? [Int] { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(integers)) }
+        return PostgresBind(utf8Text: PostgresArrayLiteral.encode(self.map(\.arrayLiteralItem)))
+    }
 }
 extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
     public var postgresBind: PostgresBind { self?.postgresBind ?? .null }

@@ -18,13 +18,32 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     private let configuration: QueueConfiguration
     private let logger: Logger
     private let metrics: QueueMetrics
-    private let pending = Mutex<[Item]>([])
+    private let pending = Mutex(Pending())
     private let closed = Atomic<Bool>(false)
     /// One wake-up stream per completion loop (an AsyncStream allows one waiting consumer).
     private let wakes: [WakeSignal]
     private let nextWake = Atomic<Int>(0)
     /// Results accepted but not yet written or abandoned (for graceful shutdown).
     private let outstanding = Atomic<Int>(0)
+
+    /// Results waiting to be written, and how many batches are being written now.
+    ///
+    /// A batch is taken when no write is in flight, or when a whole batch is waiting: results
+    /// that arrive during a write gather into the next batch instead of each loop writing the
+    /// few it finds (a completion costs a statement, a commit and a flush whatever its size).
+    /// Under load, full batches keep every loop busy.
+    private struct Pending {
+        var items: [Item] = []
+        var writing = 0
+
+        mutating func take(upTo limit: Int) -> [Item] {
+            guard !items.isEmpty, writing == 0 || items.count >= limit else { return [] }
+            writing += 1
+            let count = min(items.count, limit)
+            defer { items.removeFirst(count) }
+            return Array(items.prefix(count))
+        }
+    }
 
     /// Told when a batch is written or given up, so the worker stops counting those jobs as its own.
     private let held: HeldJobs
@@ -52,8 +71,11 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
 
     func submit(_ item: Item) {
         outstanding.add(1, ordering: .relaxed)
-        pending.withLock { $0.append(item) }
-        wakeOne()
+        let due = pending.withLock { pending in
+            pending.items.append(item)
+            return pending.writing == 0 || pending.items.count >= configuration.completionBatch
+        }
+        if due { wakeOne() }
     }
 
     /// No more submissions: `run` returns once everything pending is written (or abandoned
@@ -73,22 +95,19 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     func run(loop: Int, abandonAfter deadline: @escaping @Sendable () -> ContinuousClock.Instant?) async {
         var iterator = wakes[loop % wakes.count].stream.makeAsyncIterator()
         while true {
-            let batch = pending.withLock { items -> [Item] in
-                let count = min(items.count, configuration.completionBatch)
-                defer { items.removeFirst(count) }
-                return Array(items.prefix(count))
-            }
+            let batch = pending.withLock { $0.take(upTo: configuration.completionBatch) }
             if batch.isEmpty {
                 if closed.load(ordering: .acquiring) { return }
                 _ = await iterator.next()
                 continue
             }
-            // More left than this loop takes: let another loop start on it now.
-            if pending.withLock({ !$0.isEmpty }) { wakeOne() }
+            // A full batch more is waiting: let another loop start on it now.
+            if pending.withLock({ $0.items.count >= configuration.completionBatch }) { wakeOne() }
             await writeWithRetry(batch, deadline: deadline)
             held.letGo(batch.map(\.job.id))
             claimer.wake()
             outstanding.subtract(batch.count, ordering: .relaxed)
+            pending.withLock { $0.writing -= 1 }
         }
     }
 
@@ -138,7 +157,7 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
             case .committed(let writtenIDs)?:
                 logger.notice("commit_resolved", ["outcome": "committed", "jobs": .int(writtenIDs.count),
                                                   "error": .string(ambiguous.underlying.message)])
-                written = WrittenBatch(rows: ambiguous.rows, ids: writtenIDs, fenced: ambiguous.fenced)
+                written = WrittenBatch(rows: ambiguous.rows, items: ambiguous.items, ids: writtenIDs, fenced: ambiguous.fenced)
             case .rolledBack?:
                 logger.notice("commit_resolved", ["outcome": "rolled_back", "jobs": .int(batch.count),
                                                   "error": .string(ambiguous.underlying.message)])
@@ -156,7 +175,7 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
             throw error
         }
         if !settled.isEmpty { handler.didCommit(settled) }
-        report(batch, rows: written.rows, written: written.ids, fenced: written.fenced)
+        report(written)
     }
 
     /// Asks a fresh session until the witness answers (a failover may take a while); nil only
@@ -175,54 +194,63 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
         }
     }
 
-    /// What a completion transaction wrote: its rows, the ids written (lease still held),
-    /// and `fenced`: settle items whose lease another worker holds by now (never settled here).
+    /// What a completion transaction wrote: its rows and, in the same order, the results they
+    /// came from; the ids written (lease still held; nil: every row); and `fenced`: settle items
+    /// whose lease another worker holds by now (never settled here).
     private struct WrittenBatch: Sendable {
         let rows: [CompletionRow]
-        let ids: Set<Int>
-        let fenced: [Int]
+        let items: [Item]
+        let ids: Set<Int>?
+        let fenced: [Item]
     }
 
     /// The completion transaction's COMMIT was sent and no reply came: it may have committed.
     private struct AmbiguousCommit: Error {
         let rows: [CompletionRow]
-        let fenced: [Int]
+        let items: [Item]
+        let fenced: [Item]
         let underlying: PostgresError
     }
 
     private func transaction(_ batch: [Item], witness: UUID) async throws -> WrittenBatch {
         try await store.client.withConnection { connection in
             try await connection.transaction { connection in
-                var decided: [(ClaimedJob, JobOutcome)] = []
-                var toSettle: [SettlementItem<Handler.Work>] = []
-                var fenced: [Int] = []
+                var decided: [(item: Item, outcome: JobOutcome)] = []
+                var toSettle: [(item: Item, settlement: SettlementItem<Handler.Work>)] = []
+                var fenced: [Item] = []
+                decided.reserveCapacity(batch.count)
                 for item in batch {
                     switch item.verification {
-                    case .decided(let outcome): decided.append((item.job, outcome))
-                    case .settle(let work): toSettle.append(SettlementItem(job: item.job, work: work))
+                    case .decided(let outcome): decided.append((item, outcome))
+                    case .settle(let work): toSettle.append((item, SettlementItem(job: item.job, work: work)))
                     }
                 }
                 var writes: [PostgresStatement] = []
                 if !toSettle.isEmpty {
-                    let owned = try await store.lockOwned(toSettle.map(\.job.id), workerID: configuration.workerID, on: connection)
-                    let mine = toSettle.filter { owned.contains($0.job.id) }
-                    fenced = toSettle.map(\.job.id).filter { !owned.contains($0) }
-                    let settled = try await handler.settle(mine, on: connection)
+                    let owned = try await store.lockOwned(toSettle.map(\.item.job.id), workerID: configuration.workerID, on: connection)
+                    let mine = toSettle.filter { owned.contains($0.item.job.id) }
+                    fenced = toSettle.filter { !owned.contains($0.item.job.id) }.map(\.item)
+                    let settled = try await handler.settle(mine.map(\.settlement), on: connection)
                     precondition(settled.outcomes.count == mine.count, "settle must return one outcome per item")
-                    decided += zip(mine.map(\.job), settled.outcomes).map { ($0, $1) }
+                    decided += zip(mine, settled.outcomes).map { ($0.item, $1) }
                     writes = settled.writes
                 }
-                let rows = decided.map { completionRow(job: $0.0, outcome: $0.1) }
+                let rows = decided.map { completionRow(job: $0.item.job, outcome: $0.outcome) }
+                let items = decided.map(\.item)
                 // The settlement's writes, the jobs' completion (with its witness) and COMMIT: one round trip.
                 let completion = store.completionStatement(rows, workerID: configuration.workerID, witness: witness)
                 let results: [PostgresRows]
                 do {
                     results = try await connection.commit(after: writes + [completion].compactMap { $0 })
                 } catch let error as PostgresError where error.isConnectionLost && completion != nil {
-                    throw AmbiguousCommit(rows: rows, fenced: fenced, underlying: error)
+                    throw AmbiguousCommit(rows: rows, items: items, fenced: fenced, underlying: error)
                 }
-                let ids = completion == nil ? [] : try QueueStore.writtenIDs(results[results.count - 1])
-                return WrittenBatch(rows: rows, ids: ids, fenced: fenced)
+                // The ids returned are the batch's own, each once: as many as rows means all of them.
+                var ids: Set<Int>? = []
+                if completion != nil, let returned = results.last {
+                    ids = returned.count == rows.count ? nil : try QueueStore.writtenIDs(returned)
+                }
+                return WrittenBatch(rows: rows, items: items, ids: ids, fenced: fenced)
             }
         }
     }
@@ -247,14 +275,15 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     }
 
     /// Logs and counts what was written; a job not written (or not settled) had lost its lease.
-    private func report(_ batch: [Item], rows: [CompletionRow], written: Set<Int>, fenced: [Int]) {
-        let byID = Dictionary(batch.map { ($0.job.id, $0) }, uniquingKeysWith: { first, _ in first })
-        for id in fenced {
-            logger.warning("lease_lost", ["job_id": .int(id), "attempt": .int(byID[id]?.job.attempts ?? 0)])
+    private func report(_ written: WrittenBatch) {
+        for item in written.fenced {
+            logger.warning("lease_lost", ["job_id": .int(item.job.id), "attempt": .int(item.job.attempts)])
         }
-        for row in rows {
-            guard let item = byID[row.id] else { continue }
-            guard written.contains(row.id) else {
+        // Finished jobs are counted per run of equal outcomes: a batch is mostly one outcome.
+        var finishedOutcome = ""
+        var finishedRun = 0
+        for (row, item) in zip(written.rows, written.items) {
+            if let ids = written.ids, !ids.contains(row.id) {
                 logger.warning("lease_lost", ["job_id": .int(row.id), "attempt": .int(item.job.attempts)])
                 continue
             }
@@ -273,11 +302,16 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
                                                  "error": .string(row.error ?? ""), "apple_status": row.appleStatus.map { .int($0) } ?? ""])
             default:
                 let outcome = row.outcome ?? row.state
-                metrics.finished.labels(outcome).inc()
+                if outcome != finishedOutcome {
+                    if finishedRun > 0 { metrics.finished.labels(finishedOutcome).add(Double(finishedRun)) }
+                    (finishedOutcome, finishedRun) = (outcome, 0)
+                }
+                finishedRun += 1
                 logger.info("job_finished", ["job_id": .int(row.id), "kind": .string(item.job.kind), "outcome": .string(outcome),
                                              "transaction_id": .string(row.transactionIDs.joined(separator: ",")),
                                              "attempt": .int(item.job.attempts), "ms": .int(item.milliseconds)])
             }
         }
+        if finishedRun > 0 { metrics.finished.labels(finishedOutcome).add(Double(finishedRun)) }
     }
 }

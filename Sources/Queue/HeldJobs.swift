@@ -6,7 +6,7 @@ import Synchronization
 final class HeldJobs: Sendable {
     private let ids = Mutex<Set<Int>>([])
 
-    func hold(_ id: Int) { ids.withLock { _ = $0.insert(id) } }
+    func hold(_ claimed: [Int]) { ids.withLock { $0.formUnion(claimed) } }
 
     /// Written, fenced, abandoned or released: no longer this process's to finish.
     func letGo(_ released: some Sequence<Int>) { ids.withLock { $0.subtract(released) } }

@@ -13,4 +13,7 @@ public struct QueueMetrics: Sendable {
         retries = registry.counter("iap_job_retries_total", help: "Attempts that will be retried, by reason.", labelNames: ["reason"])
         inflight = registry.gauge("iap_inflight_verifications", help: "Jobs being verified by this process now.")
     }
+
+    /// Jobs this process finished with `outcome` so far (benchmarks watch their drain by it).
+    public func finishedCount(outcome: String) -> Int { Int(finished.labels(outcome).value) }
 }

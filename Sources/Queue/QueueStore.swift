@@ -159,10 +159,17 @@ public struct QueueStore: Sendable {
         var distinct: [CompletionValues] = []
         var codes: [Int] = []
         codes.reserveCapacity(rows.count)
+        var previous: (values: CompletionValues, number: Int)?
         for row in rows {
             let values = CompletionValues(state: row.state, outcome: row.outcome, delaySeconds: row.delaySeconds,
                                           appleStatus: row.appleStatus, error: row.error,
                                           transactionIDs: row.transactionIDs.isEmpty ? nil : Self.jsonArray(row.transactionIDs))
+            // Neighbours mostly share their values: compared before anything is hashed.
+            if let previous, previous.values == values {
+                codes.append(previous.number)
+                continue
+            }
+            defer { previous = (values, codes[codes.count - 1]) }
             if let number = numbers[values] {
                 codes.append(number)
             } else {

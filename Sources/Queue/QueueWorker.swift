@@ -26,28 +26,25 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     /// Jobs cancelled by the deadline watchdog (they finish as a retry, not a release).
     private let overdue = Mutex<Set<Int>>([])
 
-    /// Tasks and deadlines apart: the watchdog scans the deadlines of every job in flight
-    /// four times a second, and plain instants scan without retaining 10,000 tasks each time.
+    /// Each job in flight: its task (to cancel it past its deadline) and its deadline.
     private struct RunningJobs {
-        var tasks: [Int: Task<Void, Never>] = [:]
-        var deadlines: [Int: ContinuousClock.Instant] = [:]
+        struct Entry {
+            let task: Task<Void, Never>
+            let deadline: ContinuousClock.Instant
+        }
+
+        var jobs: [Int: Entry] = [:]
 
         mutating func insert(_ id: Int, task: Task<Void, Never>, deadline: ContinuousClock.Instant) {
-            tasks[id] = task
-            deadlines[id] = deadline
+            jobs[id] = Entry(task: task, deadline: deadline)
         }
 
-        mutating func remove(_ id: Int) {
-            tasks[id] = nil
-            deadlines[id] = nil
-        }
+        mutating func remove(_ id: Int) { jobs[id] = nil }
+
+        var tasks: [Task<Void, Never>] { jobs.values.map(\.task) }
 
         func overdue(at now: ContinuousClock.Instant) -> [(id: Int, task: Task<Void, Never>)] {
-            var late: [(id: Int, task: Task<Void, Never>)] = []
-            for (id, deadline) in deadlines where deadline <= now {
-                if let task = tasks[id] { late.append((id, task)) }
-            }
-            return late
+            jobs.compactMap { $0.value.deadline <= now ? ($0.key, $0.value.task) : nil }
         }
     }
     private let held = HeldJobs()
@@ -117,7 +114,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         for completion in completions { await completion.value }
         poller.cancel()
         if let listener { await listener.stop() }
-        logger.info("worker_stopped", ["claimed_left": .int(running.withLock { $0.tasks.count })])
+        logger.info("worker_stopped", ["claimed_left": .int(running.withLock { $0.jobs.count })])
     }
 
     private func startListener() -> PostgresListener? {
@@ -142,10 +139,15 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         // jobs leased to this worker id that it does not know of: hand them back with the next claim.
         var handBackDue = false
         var brokenSeen = store.client.brokenConnectionCount
+        // While a backlog waits (the last claim came back full), claim only worthwhile batches:
+        // each claim costs a statement and a commit whatever its size, and slots free up in
+        // pieces as completions are written.
+        let worthwhile = max(1, min(configuration.claimBatch, configuration.concurrency) / 2)
+        var backlog = false
         while !stopping.load(ordering: .acquiring) {
             let free = freeSlots()
             var claimedAll = false
-            if free > 0 {
+            if free > 0 && (!backlog || free >= worthwhile) {
                 let limit = min(free, configuration.claimBatch)
                 let broken = store.client.brokenConnectionCount
                 if broken != brokenSeen {
@@ -157,8 +159,9 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
                     handBackDue = false
                     healthy.store(true, ordering: .relaxed)
                     failureBackoff = 0.1
-                    for job in claimed { start(job) }
+                    start(claimed)
                     claimedAll = claimed.count == limit
+                    backlog = claimedAll
                 } catch {
                     if let error = error as? PostgresError, error.isConnectionLost { handBackDue = true }
                     healthy.store(false, ordering: .relaxed)
@@ -169,7 +172,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
                 }
             }
             // A full batch means more may be waiting: claim again as soon as slots allow.
-            if claimedAll && freeSlots() > 0 { continue }
+            if claimedAll && freeSlots() >= worthwhile { continue }
             _ = await wakeups.next()
         }
     }
@@ -195,16 +198,20 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         return result.claimed
     }
 
-    private func start(_ job: ClaimedJob) {
-        held.hold(job.id)
-        inflight.add(1, ordering: .acquiringAndReleasing)
-        metrics.inflight.inc()
-        metrics.claimed.inc()
-        logger.debug("job_claimed", ["job_id": .int(job.id), "kind": .string(job.kind), "attempt": .int(job.attempts)])
+    /// Starts a claim's jobs, each in its own task; the bookkeeping is done once per claim.
+    private func start(_ jobs: [ClaimedJob]) {
+        guard !jobs.isEmpty else { return }
+        held.hold(jobs.map(\.id))
+        inflight.add(jobs.count, ordering: .acquiringAndReleasing)
+        metrics.inflight.add(Double(jobs.count))
+        metrics.claimed.add(Double(jobs.count))
         let deadline = ContinuousClock.now + .seconds(configuration.verifyDeadline)
-        // The task is registered under the lock before it can finish and remove itself.
-        running.withLock { jobs in
-            jobs.insert(job.id, task: Task { [self] in await runJob(job) }, deadline: deadline)
+        // Each task is registered under the lock before it can finish and remove itself.
+        running.withLock { running in
+            for job in jobs {
+                logger.debug("job_claimed", ["job_id": .int(job.id), "kind": .string(job.kind), "attempt": .int(job.attempts)])
+                running.insert(job.id, task: Task { [self] in await runJob(job) }, deadline: deadline)
+            }
         }
     }
 
@@ -264,7 +271,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         while inflight.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
-        let remaining = running.withLock { Array($0.tasks.values) }
+        let remaining = running.withLock { $0.tasks }
         for task in remaining { task.cancel() }
         for task in remaining { await task.value }
         let leftovers = cancelled.withLock { $0 }

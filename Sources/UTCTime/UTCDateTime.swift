@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// A moment as UTC calendar fields, and back: the one place where dates are broken up
-/// (gmtime_r) and put together (timegm) for the text formats of logs, PostgreSQL and Apple.
+/// and put together for the text formats of logs, PostgreSQL and Apple.
 /// By hand, not DateFormatter: building one costs tens of microseconds, and log lines,
 /// query parameters and receipt answers each carry several timestamps.
 public struct UTCDateTime: Sendable, Equatable {
@@ -28,41 +28,57 @@ public struct UTCDateTime: Sendable, Equatable {
     }
 
     public init(seconds: Int, nanoseconds: Int = 0) {
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        year = Int(parts.tm_year) + 1900
-        month = Int(parts.tm_mon) + 1
-        day = Int(parts.tm_mday)
-        hour = Int(parts.tm_hour)
-        minute = Int(parts.tm_min)
-        second = Int(parts.tm_sec)
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        (year, month, day) = Self.civil(daysSince1970: days)
+        hour = secondOfDay / 3_600
+        minute = secondOfDay % 3_600 / 60
+        second = secondOfDay % 60
         nanosecond = nanoseconds
     }
 
     /// Fields that name a real moment, or nil (31 February, 25 o'clock).
     public init?(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int, nanosecond: Int = 0) {
-        guard (1...12).contains(month), (1...31).contains(day), (0..<24).contains(hour), (0..<60).contains(minute),
-              (0...60).contains(second), (0..<1_000_000_000).contains(nanosecond) else { return nil }
+        guard (1...12).contains(month), (1...Self.days(inMonth: month, of: year)).contains(day), (0..<24).contains(hour),
+              (0..<60).contains(minute), (0...60).contains(second), (0..<1_000_000_000).contains(nanosecond) else { return nil }
         (self.year, self.month, self.day, self.hour, self.minute, self.second, self.nanosecond) = (year, month, day, hour, minute, second, nanosecond)
-        var parts = tm()
-        parts.tm_year = Int32(year - 1900)
-        parts.tm_mon = Int32(month - 1)
-        parts.tm_mday = Int32(day)
-        _ = timegm(&parts)
-        // timegm normalises 31 February into March: such a date is not a date.
-        guard parts.tm_mday == Int32(day), parts.tm_mon == Int32(month - 1) else { return nil }
     }
 
+    /// A leap second (:60) counts as the first second of the next minute, as timegm has it.
     public var secondsSince1970: Int {
-        var parts = tm()
-        parts.tm_year = Int32(year - 1900)
-        parts.tm_mon = Int32(month - 1)
-        parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(hour)
-        parts.tm_min = Int32(minute)
-        parts.tm_sec = Int32(second)
-        return Int(timegm(&parts))
+        Self.daysSince1970(year: year, month: month, day: day) * 86_400 + hour * 3_600 + minute * 60 + second
+    }
+
+    // Calendar arithmetic by hand (proleptic Gregorian; H. Hinnant's days_from_civil and
+    // civil_from_days): timegm and gmtime_r cost a microsecond each, and every claimed job's
+    // created_at is parsed.
+    static func days(inMonth month: Int, of year: Int) -> Int {
+        switch month {
+        case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    static func daysSince1970(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * ((month + 9) % 12) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    static func civil(daysSince1970 days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     public var date: Date { Date(timeIntervalSince1970: Double(secondsSince1970) + Double(nanosecond) / 1e9) }

@@ -31,4 +31,27 @@ final class UTCDateTimeTests: XCTestCase {
         XCTAssertEqual(moment.nanosecond, 500_000_000)
         XCTAssertEqual(moment.date.timeIntervalSince1970, date.timeIntervalSince1970, accuracy: 1e-6)
     }
+
+    /// The calendar arithmetic agrees with the C library's gmtime_r and timegm, both ways, over
+    /// four centuries before and after 1970 (every leap-year rule) in steps that reach every day of the month.
+    func testCalendarArithmeticMatchesTheCLibrary() throws {
+        var seconds = -12_700_000_000
+        while seconds < 12_700_000_000 {
+            var time = time_t(seconds)
+            var parts = tm()
+            gmtime_r(&time, &parts)
+            let moment = UTCDateTime(seconds: seconds)
+            XCTAssertEqual([moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second],
+                           [Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday), Int(parts.tm_hour),
+                            Int(parts.tm_min), Int(parts.tm_sec)], "\(seconds)")
+            let rebuilt = try XCTUnwrap(UTCDateTime(year: moment.year, month: moment.month, day: moment.day, hour: moment.hour,
+                                                    minute: moment.minute, second: moment.second))
+            XCTAssertEqual(rebuilt.secondsSince1970, seconds)
+            seconds += 86_400 * 17 + 3_607
+        }
+        XCTAssertNotNil(UTCDateTime(year: 2000, month: 2, day: 29, hour: 0, minute: 0, second: 0))
+        XCTAssertNil(UTCDateTime(year: 1900, month: 2, day: 29, hour: 0, minute: 0, second: 0))
+        XCTAssertNil(UTCDateTime(year: 2100, month: 2, day: 29, hour: 0, minute: 0, second: 0))
+        XCTAssertEqual(UTCDateTime(year: 2016, month: 12, day: 31, hour: 23, minute: 59, second: 60)?.secondsSince1970, 1_483_228_800)
+    }
 }

@@ -131,7 +131,7 @@ public struct IngestBenchmark: Sendable {
 
         let latencies = measured.latencies.sorted()
         return HTTPResult(committedPerSecond: Double(requests - measured.errors) / seconds,
-                          p50: percentile(latencies, 0.50), p99: percentile(latencies, 0.99), errors: measured.errors,
+                          p50: BenchReport.percentile(latencies, 0.50), p99: BenchReport.percentile(latencies, 0.99), errors: measured.errors,
                           bodyBytes: bodies.first?.count ?? 0, warmup: warmup, cpuMicrosPerRequest: cpu / Double(requests) * 1e6)
     }
 
@@ -169,10 +169,6 @@ public struct IngestBenchmark: Sendable {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
             Thread { continuation.resume(with: Result { try work() }) }.start()
         }
-    }
-
-    private func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
-        sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
     }
 
     private func verdict(_ met: Bool) -> String { met ? "yes" : "no" }

@@ -46,8 +46,12 @@ struct LeanQueueCeiling: Sendable {
         UPDATE bench_lean.queue AS q SET state = 'running', leased_by = $2
         FROM picked WHERE q.id = picked.id
         RETURNING q.id, q.payload
+        -- receipt-worker: lean-claim
         """
-    static let bareCompleteSQL = "UPDATE bench_lean.queue SET state = 'done', leased_by = NULL WHERE id = ANY($1::bigint[]) AND leased_by = $2"
+    static let bareCompleteSQL = """
+        UPDATE bench_lean.queue SET state = 'done', leased_by = NULL WHERE id = ANY($1::bigint[]) AND leased_by = $2
+        -- receipt-worker: lean-completion
+        """
 
     static let sameWorkClaimSQL = """
         WITH picked AS (
@@ -58,11 +62,13 @@ struct LeanQueueCeiling: Sendable {
             lease_expires_at = now() + interval '60 seconds'
         FROM picked WHERE q.id = picked.id
         RETURNING q.id, q.payload, q.attempts
+        -- receipt-worker: lean-claim
         """
     static let sameWorkCompleteSQL = """
         UPDATE bench_lean.queue SET state = 'done', outcome = 'acknowledged', finished_at = now(),
             leased_by = NULL, lease_expires_at = NULL
         WHERE id = ANY($1::bigint[]) AND leased_by = $2 AND lease_expires_at > now()
+        -- receipt-worker: lean-completion
         """
 
     /// Loads `jobs` rows, drains them, drops the table; returns jobs per second.

@@ -57,6 +57,14 @@ public enum BenchReport {
     }
 
     /// Whole numbers from 100 up, two decimals below.
+    /// The value below which `fraction` of `sorted` lies (nearest rank); 0 for none.
+    static func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
+        sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
+    }
+
+    /// The middle of the values (of three rounds, the one between the other two).
+    static func median(_ values: [Double]) -> Double { percentile(values.sorted(), 0.5) }
+
     public static func figure(_ value: Double) -> String { value >= 100 ? String(Int(value.rounded())) : String(format: "%.2f", value) }
 }
 

@@ -26,4 +26,21 @@ struct TableActivity: Sendable {
         return Reading(updates: try row.decode(Int.self, at: 0), hotUpdates: try row.decode(Int.self, at: 1),
                        walBytes: try row.decode(Double.self, at: 2))
     }
+
+    /// Readings summed over measured phases: updates, HOT updates and WAL.
+    struct Delta: Sendable {
+        var updates = 0
+        var hotUpdates = 0
+        var walBytes = 0.0
+
+        mutating func add(_ before: Reading, _ after: Reading) {
+            updates += after.updates - before.updates
+            hotUpdates += after.hotUpdates - before.hotUpdates
+            walBytes += after.walBytes - before.walBytes
+        }
+
+        func fields(jobs: Int) -> [(String, String)] {
+            [("job_queue_updates", "\(updates)"), ("hot_updates", "\(hotUpdates)"), ("wal_bytes_per_job", BenchReport.figure(walBytes / Double(jobs)))]
+        }
+    }
 }

@@ -4,18 +4,19 @@ import Workloads
 /// `receipt-worker bench NAME`: parses the flags and hands a database to the workload,
 /// which lives in the Workloads module.
 enum BenchCommand {
-    static let numberFlags = ["jobs", "concurrency", "claim-batch", "processes", "seconds", "in-flight", "seed"]
+    static let numberFlags = ["jobs", "concurrency", "claim-batch", "processes", "rounds", "seconds", "in-flight", "seed"]
 
     static let spec = CommandSpec(
         name: "bench",
         summary: "Benchmarks, one result line each: queue (throughput direct and through PgBouncer, raw-SQL ceiling and the lean ceiling of a one-index queue table, claim and completion time per job, HOT updates and WAL per job, NOTIFY latency, idle cost), apple (verify+credit via apple-sim, against the raw-SQL money-path ceiling), ingest, soak (faults), chaos (every database connection frozen mid-run), transport (the HTTP clients at 2,000 in flight), console (every support console page at 1,000,000 jobs), appstore (the fleet-wide App Store Server API limit, history backfill), reconcile (a day of 1,000,000 purchases against Apple's sales summary), nemesis (a seeded schedule of faults, failovers included, against a primary with a standby; an exactly-once check).",
-        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore|reconcile|nemesis [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--seconds N] [--in-flight N] [--seed N]",
+        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore|reconcile|nemesis [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--rounds N] [--seconds N] [--in-flight N] [--seed N]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
             CommandFlag(name: "concurrency", takesValue: true, help: "worker slots (default 1000)"),
             CommandFlag(name: "claim-batch", takesValue: true, help: "jobs per claim (default 1000)"),
             CommandFlag(name: "processes", takesValue: true, help: "worker processes for the multi-process drain (default 4)"),
+            CommandFlag(name: "rounds", takesValue: true, help: "queue, apple: measured rounds, each a drain beside its ceiling; medians reported (default 3)"),
             CommandFlag(name: "seconds", takesValue: true, help: "soak, nemesis: how long to run (default 120)"),
             CommandFlag(name: "in-flight", takesValue: true, help: "apple: Apple requests in flight in the 3 s phase (default 2000)"),
             CommandFlag(name: "seed", takesValue: true, help: "nemesis: the fault schedule's seed (default 1; the same seed, the same schedule)"),
