@@ -28,20 +28,56 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
 
     /// Results waiting to be written, and how many batches are being written now.
     ///
-    /// A batch is taken when no write is in flight, or when a whole batch is waiting: results
-    /// that arrive during a write gather into the next batch instead of each loop writing the
-    /// few it finds (a completion costs a statement, a commit and a flush whatever its size).
-    /// Under load, full batches keep every loop busy.
+    /// Results with nothing to settle are taken when no write is in flight, or when a whole batch
+    /// waits: those that arrive during a write gather into the next batch instead of each loop
+    /// writing the few it finds (a completion costs a statement, a commit and a flush whatever its
+    /// size). Results to settle (credits: several statements a job) are taken by any free loop,
+    /// so settlements run side by side on their connections.
     private struct Pending {
         var items: [Item] = []
+        /// How many of `items` have work to settle.
+        var settling = 0
+        /// Writes in flight, the lingering one included.
         var writing = 0
+        /// A loop holds the next write's turn while results gather (`QueueConfiguration.completionLinger`).
+        var lingering = false
 
-        mutating func take(upTo limit: Int) -> [Item] {
-            guard !items.isEmpty, writing == 0 || items.count >= limit else { return [] }
+        /// The next batch, or none: nothing waits, or a write is in flight and less than a batch
+        /// waits. With `lingering`, a part batch with no write in flight is not taken yet: the
+        /// caller is told to linger: it holds the turn and calls `takeAfterLingering`.
+        /// A free completion loop should take a batch now.
+        func due(limit: Int) -> Bool { !items.isEmpty && (writing == 0 || items.count >= limit || settling > 0) }
+
+        mutating func append(_ item: Item) {
+            items.append(item)
+            if case .settle = item.verification { settling += 1 }
+        }
+
+        mutating func take(upTo limit: Int, lingering linger: Bool = false) -> (batch: [Item], linger: Bool) {
+            guard due(limit: limit) else { return ([], false) }
             writing += 1
+            if linger && items.count < limit && settling == 0 && !lingering {
+                lingering = true
+                return ([], true)
+            }
+            return (removeFirst(limit), false)
+        }
+
+        mutating func takeAfterLingering(upTo limit: Int) -> [Item] {
+            lingering = false
+            let batch = removeFirst(limit)
+            if batch.isEmpty { writing -= 1 }
+            return batch
+        }
+
+        private mutating func removeFirst(_ limit: Int) -> [Item] {
             let count = min(items.count, limit)
             defer { items.removeFirst(count) }
-            return Array(items.prefix(count))
+            let batch = Array(items.prefix(count))
+            if settling > 0 {
+                settling -= batch.reduce(0) { if case .settle = $1.verification { $0 + 1 } else { $0 } }
+            }
+            return batch
         }
     }
 
@@ -72,8 +108,8 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     func submit(_ item: Item) {
         outstanding.add(1, ordering: .relaxed)
         let due = pending.withLock { pending in
-            pending.items.append(item)
-            return pending.writing == 0 || pending.items.count >= configuration.completionBatch
+            pending.append(item)
+            return pending.due(limit: configuration.completionBatch)
         }
         if due { wakeOne() }
     }
@@ -95,7 +131,14 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     func run(loop: Int, abandonAfter deadline: @escaping @Sendable () -> ContinuousClock.Instant?) async {
         var iterator = wakes[loop % wakes.count].stream.makeAsyncIterator()
         while true {
-            let batch = pending.withLock { $0.take(upTo: configuration.completionBatch) }
+            let (first, linger) = pending.withLock { $0.take(upTo: configuration.completionBatch, lingering: configuration.completionLinger > 0) }
+            var batch = first
+            if linger {
+                // Results come in bursts (a claim's worth of jobs finishing together): let the
+                // burst gather into one write instead of writing its first few on their own.
+                try? await Task.sleep(for: .seconds(configuration.completionLinger))
+                batch = pending.withLock { $0.takeAfterLingering(upTo: configuration.completionBatch) }
+            }
             if batch.isEmpty {
                 if closed.load(ordering: .acquiring) { return }
                 _ = await iterator.next()

@@ -12,6 +12,9 @@ public struct QueueConfiguration: Sendable {
     public var pollInterval = 1.0
     /// Most results written by one completion statement.
     public var completionBatch = 1_000
+    /// Seconds a completion waits for more results when it would write less than a batch and no
+    /// other is in flight (0: none). Jobs finish in bursts, a claim's worth at a time.
+    public var completionLinger = 0.002
     /// Completion transactions in flight at once (each on its own connection): settlement
     /// does a few statements per job, so one connection alone caps throughput.
     public var completionConcurrency = 4

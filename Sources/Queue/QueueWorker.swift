@@ -34,12 +34,20 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         }
 
         var jobs: [Int: Entry] = [:]
+        /// Jobs that finished before their claim's tasks were registered.
+        private var finishedEarly: Set<Int> = []
 
-        mutating func insert(_ id: Int, task: Task<Void, Never>, deadline: ContinuousClock.Instant) {
-            jobs[id] = Entry(task: task, deadline: deadline)
+        /// Registers a claim's tasks, but for those that already finished.
+        mutating func insert(_ started: [(id: Int, task: Task<Void, Never>)], deadline: ContinuousClock.Instant) {
+            jobs.reserveCapacity(jobs.count + started.count)
+            for (id, task) in started where finishedEarly.isEmpty || finishedEarly.remove(id) == nil {
+                jobs[id] = Entry(task: task, deadline: deadline)
+            }
         }
 
-        mutating func remove(_ id: Int) { jobs[id] = nil }
+        mutating func remove(_ id: Int) {
+            if jobs.removeValue(forKey: id) == nil { finishedEarly.insert(id) }
+        }
 
         var tasks: [Task<Void, Never>] { jobs.values.map(\.task) }
 
@@ -206,13 +214,15 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         metrics.inflight.add(Double(jobs.count))
         metrics.claimed.add(Double(jobs.count))
         let deadline = ContinuousClock.now + .seconds(configuration.verifyDeadline)
-        // Each task is registered under the lock before it can finish and remove itself.
-        running.withLock { running in
-            for job in jobs {
-                logger.debug("job_claimed", ["job_id": .int(job.id), "kind": .string(job.kind), "attempt": .int(job.attempts)])
-                running.insert(job.id, task: Task { [self] in await runJob(job) }, deadline: deadline)
-            }
+        // The tasks start outside the lock (one that finishes meanwhile would wait on it), then are
+        // registered in one go; `RunningJobs` remembers the ones already done.
+        var started: [(id: Int, task: Task<Void, Never>)] = []
+        started.reserveCapacity(jobs.count)
+        for job in jobs {
+            logger.debug("job_claimed", ["job_id": .int(job.id), "kind": .string(job.kind), "attempt": .int(job.attempts)])
+            started.append((job.id, Task { [self] in await runJob(job) }))
         }
+        running.withLock { $0.insert(started, deadline: deadline) }
     }
 
     // The verification's frame is allocated for the whole wait on Apple (10,000 jobs in flight hold

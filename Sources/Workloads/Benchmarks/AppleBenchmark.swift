@@ -45,11 +45,22 @@ public struct AppleBenchmark: Sendable {
             BenchReport.line("apple", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)",
                              "cores": "\(ProcessInfo.processInfo.activeProcessorCount)", "apple": "apple-sim over loopback HTTP"])
 
-            let fast = try await measure(client, url: url, count: fastCount, latency: nil, concurrency: 256, claimBatch: 500, tag: "fast-\(runTag)")
-            let ceiling = try await moneyCeiling(client, count: fastCount)
+            // Rounds, each the worker beside its ceiling (this machine's speed drifts between minutes);
+            // the round with the median ratio is reported.
+            var rounds: [(fast: Measurement, ceiling: Double)] = []
+            for round in 0..<context.number("rounds", default: 3) {
+                let fast = try await measure(client, url: url, count: fastCount, latency: nil, concurrency: 256, claimBatch: 500,
+                                             tag: "fast-\(runTag)-\(round)")
+                let ceiling = try await moneyCeiling(client, count: fastCount, tag: "raw-\(runTag)-\(round)")
+                rounds.append((fast, ceiling))
+                BenchReport.line("apple", "latency_0_round", ["round": "\(round + 1)", "verified_credited_per_s": BenchReport.figure(fast.rate),
+                                 "raw_sql_money_ceiling_per_s": BenchReport.figure(ceiling), "ratio_to_ceiling": String(format: "%.2f", fast.rate / ceiling)])
+            }
+            let ratio = BenchReport.median(rounds.map { $0.fast.rate / $0.ceiling })
+            let (fast, ceiling) = rounds.first { $0.fast.rate / $0.ceiling == ratio } ?? rounds[0]
             BenchReport.line("apple", "latency_0", ["verified_credited_per_s": BenchReport.figure(fast.rate), "receipts": "\(fastCount)",
                              "concurrency": "256", "raw_sql_money_ceiling_per_s": BenchReport.figure(ceiling),
-                             "ratio_to_ceiling": String(format: "%.2f", fast.rate / ceiling),
+                             "ratio_to_ceiling": String(format: "%.2f", ratio), "rounds": "\(rounds.count)",
                              "worker_cpu_us_per_receipt": BenchReport.figure(fast.workerMicrosPerReceipt),
                              "postgres_cpu_us_per_receipt": fast.serverMicrosPerReceipt.map(BenchReport.figure) ?? "n/a",
                              "worker_peak_rss_mb": BenchReport.figure(fast.rssMiB)])
@@ -93,8 +104,8 @@ public struct AppleBenchmark: Sendable {
     }
 
     /// The same receipts' database writes as set-based SQL (`MoneyPathCeiling`).
-    private func moneyCeiling(_ client: PostgresClient, count: Int) async throws -> Double {
-        let paid = try await PaidReceipts.prepare(client, tag: "raw-\(runTag)", count: count, bundleID: "com.example.bench")
+    private func moneyCeiling(_ client: PostgresClient, count: Int, tag: String) async throws -> Double {
+        let paid = try await PaidReceipts.prepare(client, tag: tag, count: count, bundleID: "com.example.bench")
         try await paid.enqueue(client)
         _ = try await client.query("ANALYZE iap.job_queue, iap.job_requests")
         return try await MoneyPathCeiling(client: client, batch: 100).drain(expected: count)
