@@ -28,6 +28,14 @@ public struct ClaimedJob: Sendable, Equatable {
     }
 }
 
+extension ClaimedJob {
+    /// The same job with its payload (read again after the claim left it out).
+    func with(payload: String) -> ClaimedJob {
+        ClaimedJob(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload,
+                   attempts: attempts, createdAt: createdAt, sweeps: sweeps)
+    }
+}
+
 /// Where a finished job rests (SPEC 3).
 public enum TerminalState: String, Sendable, Equatable {
     case done, failed, attention

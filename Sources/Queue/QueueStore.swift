@@ -60,22 +60,29 @@ public struct QueueStore: Sendable {
     /// The claimed jobs, each with its payload: from the claim's row, else from `cache`, else
     /// (an entry evicted between the claim's id list and its reply) read again.
     func claimedJobs(_ rows: PostgresRows, cache: PayloadCache?) async throws -> [ClaimedJob] {
-        var payloads: [Int: String] = [:]
+        var jobs: [ClaimedJob] = []
+        jobs.reserveCapacity(rows.count)
         var missing: [Int] = []
         for row in rows {
             let id = try row.decode(Int.self, at: 0)
-            if let payload = try row.decode(String?.self, at: 5) ?? cache?.take(id) { payloads[id] = payload } else { missing.append(id) }
+            let payload = try row.decode(String?.self, at: 5) ?? cache?.take(id)
+            if payload == nil { missing.append(id) }
+            jobs.append(ClaimedJob(id: id, kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
+                                   productID: try row.decode(at: 4), payload: payload ?? "", attempts: try row.decode(at: 6),
+                                   createdAt: try row.decode(at: 7), sweeps: try row.decode(at: 8)))
         }
         if !missing.isEmpty {
+            var payloads: [Int: String] = [:]
             for row in try await client.query(Self.payloadsSQL, [missing]) { payloads[try row.decode(Int.self, at: 0)] = try row.decode(String.self, at: 1) }
+            let reread = Set(missing)
+            for (index, job) in jobs.enumerated() where reread.contains(job.id) {
+                guard let payload = payloads[job.id] else { throw QueueStoreError.missingRequest(jobID: job.id) }
+                jobs[index] = job.with(payload: payload)
+            }
         }
-        return try rows.map { row in
-            let id = try row.decode(Int.self, at: 0)
-            guard let payload = payloads[id] else { throw QueueStoreError.missingRequest(jobID: id) }
-            return ClaimedJob(id: id, kind: try row.decode(at: 1), userID: try row.decode(at: 2),
-                              orderID: try row.decode(at: 3), productID: try row.decode(at: 4), payload: payload,
-                              attempts: try row.decode(at: 6), createdAt: try row.decode(at: 7), sweeps: try row.decode(at: 8))
-        }.sorted { $0.id < $1.id }
+        // Oldest first as picked (run_at, id); by id within what this claim returned.
+        if zip(jobs, jobs.dropFirst()).contains(where: { $0.id > $1.id }) { jobs.sort { $0.id < $1.id } }
+        return jobs
     }
 
     // The lease holder alone says a job is still this worker's (migration 0006 ties a lease to
@@ -107,16 +114,20 @@ public struct QueueStore: Sendable {
     /// column indexed by position cost every row a walk of half the batch (2.8 µs a row at
     /// 1,000 rows, measured); `$1` and `$2` are fixed-width without NULLs, reached directly,
     /// and a batch's distinct value combinations are few (results of one kind, mostly).
+    /// A row's number into the value arrays; when the batch has one combination of values (a
+    /// claim's worth of one outcome), 1 without a search.
+    private static let rowCode = "(CASE WHEN cardinality($3::text[]) = 1 THEN 1 ELSE ($2::int[])[width_bucket(j.id, $1::bigint[])] END)"
+
     static let completeUpdateSQL = """
         UPDATE iap.job_queue AS j SET
-            state = ($3::text[])[($2::int[])[width_bucket(j.id, $1::bigint[])]],
-            outcome = ($4::text[])[($2::int[])[width_bucket(j.id, $1::bigint[])]],
-            run_at = now() + make_interval(secs => coalesce(($5::float8[])[($2::int[])[width_bucket(j.id, $1::bigint[])]], 0)),
-            apple_status = coalesce(($6::int[])[($2::int[])[width_bucket(j.id, $1::bigint[])]], j.apple_status),
-            last_error = ($7::text[])[($2::int[])[width_bucket(j.id, $1::bigint[])]],
-            transaction_ids = CASE WHEN ($8::jsonb[])[($2::int[])[width_bucket(j.id, $1::bigint[])]] IS NULL THEN j.transaction_ids
-                                   ELSE ARRAY(SELECT jsonb_array_elements_text(($8::jsonb[])[($2::int[])[width_bucket(j.id, $1::bigint[])]])) END,
-            finished_at = CASE WHEN ($3::text[])[($2::int[])[width_bucket(j.id, $1::bigint[])]] IN ('done', 'failed', 'attention') THEN now() END,
+            state = ($3::text[])[\(rowCode)],
+            outcome = ($4::text[])[\(rowCode)],
+            run_at = now() + make_interval(secs => coalesce(($5::float8[])[\(rowCode)], 0)),
+            apple_status = coalesce(($6::int[])[\(rowCode)], j.apple_status),
+            last_error = ($7::text[])[\(rowCode)],
+            transaction_ids = CASE WHEN ($8::jsonb[])[\(rowCode)] IS NULL THEN j.transaction_ids
+                                   ELSE ARRAY(SELECT jsonb_array_elements_text(($8::jsonb[])[\(rowCode)])) END,
+            finished_at = CASE WHEN ($3::text[])[\(rowCode)] IN ('done', 'failed', 'attention') THEN now() END,
             leased_by = NULL,
             lease_expires_at = NULL
         WHERE j.id = ANY($1::bigint[]) AND j.leased_by = $9 AND j.lease_expires_at > now()
