@@ -67,6 +67,7 @@ public struct QueueBenchmark: Sendable {
             let leanOnce = try await LeanQueueCeiling(client: client, batch: claimBatch).measure(jobs: jobs)
             BenchReport.line("queue", "lean_ceiling", [("lean_ceiling_jobs_per_s", BenchReport.figure(lean)),
                              ("drain_to_lean_ceiling_ratio", String(format: "%.2f", BenchReport.median(rounds.map { $0.drain / $0.lean }))),
+                             ("lean_ceiling_beside_raw_sql_jobs_per_s", BenchReport.figure(leanOnce)),
                              ("raw_sql_to_lean_ceiling_ratio", String(format: "%.2f", ceiling / leanOnce))]
                              + (await statementCost(statistics, claim: "lean-claim", completion: "lean-completion")))
             let sameWork = try await LeanQueueCeiling(client: client, batch: claimBatch, shape: .sameWork).measure(jobs: jobs)
