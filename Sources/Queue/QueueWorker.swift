@@ -147,15 +147,11 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         // jobs leased to this worker id that it does not know of: hand them back with the next claim.
         var handBackDue = false
         var brokenSeen = store.client.brokenConnectionCount
-        // While a backlog waits (the last claim came back full), claim only worthwhile batches:
-        // each claim costs a statement and a commit whatever its size, and slots free up in
-        // pieces as completions are written.
-        let worthwhile = max(1, min(configuration.claimBatch, configuration.concurrency) / 2)
         var backlog = false
         while !stopping.load(ordering: .acquiring) {
-            let free = freeSlots()
+            let free = claimableSlots(backlog: backlog)
             var claimedAll = false
-            if free > 0 && (!backlog || free >= worthwhile) {
+            if free > 0 {
                 let limit = min(free, configuration.claimBatch)
                 let broken = store.client.brokenConnectionCount
                 if broken != brokenSeen {
@@ -180,7 +176,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
                 }
             }
             // A full batch means more may be waiting: claim again as soon as slots allow.
-            if claimedAll && freeSlots() >= worthwhile { continue }
+            if claimedAll && claimableSlots(backlog: true) > 0 { continue }
             _ = await wakeups.next()
         }
     }
@@ -188,9 +184,21 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     /// Verifications that may start now. Results waiting to be written still hold their leases:
     /// they may use up to another `concurrency` of them, so a completer that lags (a slow
     /// database) stops the claims before the leases it cannot write in time pile up.
-    private func freeSlots() -> Int {
+    private func freeSlots() -> (verifying: Int, writing: Int) {
         let verifying = inflight.load(ordering: .acquiring)
-        return min(configuration.concurrency - verifying, 2 * configuration.concurrency - held.count)
+        return (configuration.concurrency - verifying, 2 * configuration.concurrency - held.count)
+    }
+
+    /// Slots to claim now, or 0. While a backlog waits (the last claim came back full) and
+    /// results being written are what holds the slots, only half a batch or more is worth a
+    /// claim: each costs a statement and a commit whatever its size, and completions free slots
+    /// a few hundred at a time. Slots freed by verifications that ended (Apple answering) are
+    /// claimed as they come, so the verifications in flight stay near `concurrency`.
+    private func claimableSlots(backlog: Bool) -> Int {
+        let free = freeSlots()
+        let slots = min(free.verifying, free.writing)
+        let worthwhile = max(1, min(configuration.claimBatch, configuration.concurrency) / 2)
+        return slots >= (backlog && free.writing < free.verifying ? worthwhile : 1) ? slots : 0
     }
 
     /// One claim; with `handingBack`, in the same round trip as handing back every job leased
