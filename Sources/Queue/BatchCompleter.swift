@@ -7,10 +7,15 @@ import Synchronization
 /// (lease check and lock, settlement, one UPDATE for every job), so a slow Apple never
 /// holds a database transaction and a busy worker writes thousands of results per statement.
 final class BatchCompleter<Handler: JobHandler>: Sendable {
-    struct Item: Sendable {
+    struct Item: Sendable, PendingResult {
         let job: ClaimedJob
         let verification: Verification<Handler.Work>
         let milliseconds: Int
+
+        var settles: Bool {
+            if case .settle = verification { return true }
+            return false
+        }
     }
 
     private let store: QueueStore
@@ -18,68 +23,13 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     private let configuration: QueueConfiguration
     private let logger: Logger
     private let metrics: QueueMetrics
-    private let pending = Mutex(Pending())
+    private let pending = Mutex(PendingResults<Item>())
     private let closed = Atomic<Bool>(false)
     /// One wake-up stream per completion loop (an AsyncStream allows one waiting consumer).
     private let wakes: [WakeSignal]
     private let nextWake = Atomic<Int>(0)
     /// Results accepted but not yet written or abandoned (for graceful shutdown).
     private let outstanding = Atomic<Int>(0)
-
-    /// Results waiting to be written, and how many batches are being written now.
-    ///
-    /// Results with nothing to settle are taken when no write is in flight, or when a whole batch
-    /// waits: those that arrive during a write gather into the next batch instead of each loop
-    /// writing the few it finds (a completion costs a statement, a commit and a flush whatever its
-    /// size). Results to settle (credits: several statements a job) are taken by any free loop,
-    /// so settlements run side by side on their connections.
-    private struct Pending {
-        var items: [Item] = []
-        /// How many of `items` have work to settle.
-        var settling = 0
-        /// Writes in flight, the lingering one included.
-        var writing = 0
-        /// A loop holds the next write's turn while results gather (`QueueConfiguration.completionLinger`).
-        var lingering = false
-
-        /// The next batch, or none: nothing waits, or a write is in flight and less than a batch
-        /// waits. With `lingering`, a part batch with no write in flight is not taken yet: the
-        /// caller is told to linger: it holds the turn and calls `takeAfterLingering`.
-        /// A free completion loop should take a batch now.
-        func due(limit: Int) -> Bool { !items.isEmpty && (writing == 0 || items.count >= limit || settling > 0) }
-
-        mutating func append(_ item: Item) {
-            items.append(item)
-            if case .settle = item.verification { settling += 1 }
-        }
-
-        mutating func take(upTo limit: Int, lingering linger: Bool = false) -> (batch: [Item], linger: Bool) {
-            guard due(limit: limit) else { return ([], false) }
-            writing += 1
-            if linger && items.count < limit && settling == 0 && !lingering {
-                lingering = true
-                return ([], true)
-            }
-            return (removeFirst(limit), false)
-        }
-
-        mutating func takeAfterLingering(upTo limit: Int) -> [Item] {
-            lingering = false
-            let batch = removeFirst(limit)
-            if batch.isEmpty { writing -= 1 }
-            return batch
-        }
-
-        private mutating func removeFirst(_ limit: Int) -> [Item] {
-            let count = min(items.count, limit)
-            defer { items.removeFirst(count) }
-            let batch = Array(items.prefix(count))
-            if settling > 0 {
-                settling -= batch.reduce(0) { if case .settle = $1.verification { $0 + 1 } else { $0 } }
-            }
-            return batch
-        }
-    }
 
     /// Told when a batch is written or given up, so the worker stops counting those jobs as its own.
     private let held: HeldJobs
@@ -131,7 +81,7 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     func run(loop: Int, abandonAfter deadline: @escaping @Sendable () -> ContinuousClock.Instant?) async {
         var iterator = wakes[loop % wakes.count].stream.makeAsyncIterator()
         while true {
-            let (first, linger) = pending.withLock { $0.take(upTo: configuration.completionBatch, lingering: configuration.completionLinger > 0) }
+            let (first, linger) = pending.withLock { $0.take(upTo: configuration.completionBatch, linger: configuration.completionLinger > 0) }
             var batch = first
             if linger {
                 // Results come in bursts (a claim's worth of jobs finishing together): let the
@@ -150,7 +100,7 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
             held.letGo(batch.map(\.job.id))
             claimer.wake()
             outstanding.subtract(batch.count, ordering: .relaxed)
-            pending.withLock { $0.writing -= 1 }
+            pending.withLock { $0.finished() }
         }
     }
 
