@@ -2,21 +2,33 @@
 enum PostgresArrayLiteral {
     /// UTF-8 bytes, built directly: completion and settlement bind arrays of hundreds of
     /// values per statement, and appending scalar by scalar to a String cost more than the SQL.
-    static func encode(_ items: [String?]) -> [UInt8] {
+    static func encode(_ items: [String?]) -> [UInt8] { encode(items: items) }
+
+    /// Text arrays without NULLs, with no intermediate array of optionals.
+    static func encode(_ strings: [String]) -> [UInt8] { encode(items: strings.lazy.map { Optional($0) }) }
+
+    private static func encode<Items: Collection<String?>>(items: Items) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(items.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
         out.append(UInt8(ascii: "{"))
-        for (index, item) in items.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
+        var first = true
+        for item in items {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
             guard let item else {
                 out.append(contentsOf: "NULL".utf8)
                 continue
             }
             out.append(UInt8(ascii: "\""))
-            for byte in item.utf8 {
-                // Both are ASCII, so they never occur inside a multibyte UTF-8 sequence.
-                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
-                out.append(byte)
+            // Both are ASCII, so they never occur inside a multibyte UTF-8 sequence; most values
+            // (ids, outcomes) hold neither and are copied whole.
+            if item.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                for byte in item.utf8 {
+                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+                    out.append(byte)
+                }
+            } else {
+                out.append(contentsOf: item.utf8)
             }
             out.append(UInt8(ascii: "\""))
         }

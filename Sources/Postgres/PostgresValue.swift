@@ -58,8 +58,11 @@ extension Data: PostgresEncodable {
 }
 extension Array: PostgresEncodable where Element: PostgresArrayElement {
     public var postgresBind: PostgresBind {
-        // Job ids go out by the thousand in every claim and completion: their digits directly.
+        // Job ids and the settlement's text columns go out by the thousand per statement: written
+        // directly, not through an array of optional strings.
         if let integers = self as? [Int] { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(integers)) }
+        if let strings = self as? [String] { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(strings)) }
+        if let strings = self as? [String?] { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(strings)) }
         return PostgresBind(utf8Text: PostgresArrayLiteral.encode(self.map(\.arrayLiteralItem)))
     }
 }
