@@ -101,6 +101,10 @@ public struct QueueStore: Sendable {
         Set(try await connection.query(Self.lockOwnedSQL, [ids, workerID]).map { try $0.decode(Int.self, at: 0) })
     }
 
+    /// A row's number into the value arrays; when the batch has one combination of values (a
+    /// claim's worth of one outcome), 1 without a search.
+    private static let rowCode = "(CASE WHEN cardinality($3::text[]) = 1 THEN 1 ELSE ($2::int[])[width_bucket(j.id, $1::bigint[])] END)"
+
     /// The completion's UPDATE; `RETURNING j.id` names the jobs written. One table, found by
     /// primary key: each row finds its position in the sorted `$1` by binary search
     /// (`width_bucket`), so no plan can go quadratic. A join with `unnest(…)` did, whenever
@@ -114,10 +118,6 @@ public struct QueueStore: Sendable {
     /// column indexed by position cost every row a walk of half the batch (2.8 µs a row at
     /// 1,000 rows, measured); `$1` and `$2` are fixed-width without NULLs, reached directly,
     /// and a batch's distinct value combinations are few (results of one kind, mostly).
-    /// A row's number into the value arrays; when the batch has one combination of values (a
-    /// claim's worth of one outcome), 1 without a search.
-    private static let rowCode = "(CASE WHEN cardinality($3::text[]) = 1 THEN 1 ELSE ($2::int[])[width_bucket(j.id, $1::bigint[])] END)"
-
     static let completeUpdateSQL = """
         UPDATE iap.job_queue AS j SET
             state = ($3::text[])[\(rowCode)],

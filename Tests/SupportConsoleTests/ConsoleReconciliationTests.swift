@@ -101,16 +101,9 @@ final class ConsoleReconciliationTests: XCTestCase {
 /// screenshots kept with the others under `.build/console-screenshots/`.
 final class ConsoleReconciliationBrowserTests: XCTestCase {
     func testThePageFitsALaptopAndAPhone() async throws {
-        guard WebDriver.isInstalled else { throw XCTSkip("chromium and chromium-driver are not installed (.ci/run installs them)") }
-        let harness = try await ConsoleHarness()
-        let browser = try await WebDriver.start()
-        do {
+        try await withBrowser { browser, harness in
             _ = try await ConsoleReconciliationTests.load(harness.client)
-            try await browser.open(harness.baseURL + "/login")
-            try await browser.type("input[name=user]", "vera")
-            try await browser.type("input[name=password]", ConsoleHarness.password)
-            try await browser.click("form.login button")
-            _ = try await eventually(10) { try await browser.source().contains("Sign out") }
+            try await signIn(browser, harness, as: "vera")
             for (width, height, device) in [(1280, 800, "laptop"), (390, 844, "phone")] {
                 try await browser.setWindow(width: width, height: height)
                 try await browser.open(harness.baseURL + "/reconciliation")
@@ -118,12 +111,6 @@ final class ConsoleReconciliationBrowserTests: XCTestCase {
                 XCTAssertEqual(overflow, 0, "\(device): the page is wider than the window")
                 try await browser.screenshot(to: "\(ConsoleBrowserTests.screenshots)/reconciliation-\(device).png")
             }
-        } catch {
-            await browser.quit()
-            await harness.close()
-            throw error
         }
-        await browser.quit()
-        await harness.close()
     }
 }

@@ -34,15 +34,13 @@ public struct QueueBenchmark: Sendable {
             let activity = TableActivity(client: client, table: "iap.job_queue")
             var rounds: [(drain: Double, lean: Double)] = []
             var cost = TableActivity.Delta()
-            var drainCost: [(String, String)] = []
+            let counting = await statistics.reset() // the drains' statements, every round (the lean ones are labelled apart)
             for round in 0..<context.number("rounds", default: 3) {
                 if round > 0 { _ = try await enqueue(client, count: jobs, tag: "a\(round)") }
-                let counting = await statistics.reset()
                 let before = try await activity.read()
                 let drain = try await drainInProcess(client, worker: direct, listenURL: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
                 try await Task.sleep(for: .milliseconds(1_100)) // the workers' sessions are closed; let their counters land
                 cost.add(before, try await activity.read())
-                if counting { drainCost = await statementCost(statistics, claim: "claim", completion: "completion") }
                 // The drain's dead row versions vacuumed now, outside both timings: left to autovacuum,
                 // its worker ran during whichever phase came next, the lean ceiling or the next drain.
                 _ = try await client.query("VACUUM iap.job_queue, iap.job_requests")
@@ -56,7 +54,8 @@ public struct QueueBenchmark: Sendable {
             BenchReport.line("queue", "drain", ["drain_jobs_per_s": BenchReport.figure(drain), "processes": "1", "concurrency": "\(concurrency)",
                              "claim_batch": "\(claimBatch)", "rounds": "\(rounds.count)", "peak_rss_mb": BenchReport.figure(ResourceUsage.peakRSSMiB())])
             BenchReport.line("queue", "drain_cost", cost.fields(jobs: jobs * rounds.count)
-                             + (drainCost.isEmpty ? [("statement_times", "unavailable (pg_stat_statements not loaded)")] : drainCost))
+                             + (counting ? await statementCost(statistics, claim: "claim", completion: "completion")
+                                         : [("statement_times", "unavailable (pg_stat_statements not loaded)")]))
 
             _ = try await enqueue(client, count: jobs, tag: "b")
             _ = await statistics.reset()
