@@ -15,6 +15,14 @@ public struct QueueConfiguration: Sendable {
     /// Seconds a completion waits for more results when it would write less than a batch and no
     /// other is in flight (0: none). Jobs finish in bursts, a claim's worth at a time.
     public var completionLinger = 0.002
+    /// Seconds a claim waits for more free slots when a backlog waits and it would claim less
+    /// than a batch (0: none). Verifications end in bursts too: without it, the claimer takes the
+    /// burst's first few jobs in a statement of their own (a commit and a flush) and the rest in
+    /// the next.
+    public var claimLinger = 0.002
+    /// Claims in flight at once, each on its own connection, when free slots allow more than one
+    /// batch: the next batch is claimed while the last one's rows are on their way.
+    public var claimConcurrency = 2
     /// Completion transactions in flight at once (each on its own connection): settlement
     /// does a few statements per job, so one connection alone caps throughput.
     public var completionConcurrency = 4

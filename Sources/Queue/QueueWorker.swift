@@ -56,6 +56,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         }
     }
     private let held = HeldJobs()
+    private let claims: Mutex<ClaimsInFlight>
     private let graceDeadline = Mutex<ContinuousClock.Instant?>(nil)
     private let healthy = Atomic<Bool>(true)
     /// Payloads of jobs this process sent back for a retry: their next claim here leaves them out.
@@ -72,6 +73,8 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
         self.metrics = metrics
         self.listener = listener
         completionLoops = configuration.completionLoops(poolSize: store.client.maxConnections)
+        claims = Mutex(ClaimsInFlight(most: configuration.claimConcurrency, batch: configuration.claimBatch,
+                                      concurrency: configuration.concurrency))
         completer = BatchCompleter(store: store, handler: handler, configuration: configuration, logger: self.logger, metrics: metrics,
                                    loops: completionLoops, held: held, claimer: wake, payloads: payloads)
     }
@@ -142,42 +145,56 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
 
     private func claimLoop() async {
         var wakeups = wake.stream.makeAsyncIterator()
-        var failureBackoff = 0.1
-        // A claim whose reply was lost, or any connection the pool had to drop, may have left
-        // jobs leased to this worker id that it does not know of: hand them back with the next claim.
-        var handBackDue = false
         var brokenSeen = store.client.brokenConnectionCount
-        var backlog = false
-        while !stopping.load(ordering: .acquiring) {
-            let free = claimableSlots(backlog: backlog)
-            var claimedAll = false
-            if free > 0 {
-                let limit = min(free, configuration.claimBatch)
+        await withDiscardingTaskGroup { group in
+            var lingered = false
+            while !stopping.load(ordering: .acquiring) {
+                // A claim whose reply was lost, or any connection the pool had to drop, may have left
+                // jobs leased to this worker id that it does not know of: hand them back with the next claim.
                 let broken = store.client.brokenConnectionCount
                 if broken != brokenSeen {
                     brokenSeen = broken
-                    handBackDue = true
+                    claims.withLock { $0.handBackDue = true }
                 }
-                do {
-                    let claimed = try await claim(limit: limit, handingBack: handBackDue)
-                    handBackDue = false
-                    healthy.store(true, ordering: .relaxed)
-                    failureBackoff = 0.1
-                    start(claimed)
-                    claimedAll = claimed.count == limit
-                    backlog = claimedAll
-                } catch {
-                    if let error = error as? PostgresError, error.isConnectionLost { handBackDue = true }
-                    healthy.store(false, ordering: .relaxed)
-                    logger.warning("claim_failed", ["error": .error(error)])
-                    try? await Task.sleep(for: .seconds(failureBackoff))
-                    failureBackoff = min(failureBackoff * 2, 5)
+                let free = freeSlots()
+                let (slots, backlog) = claims.withLock { ($0.slots(verifying: free.verifying, writing: free.writing), $0.backlog) }
+                if slots == 0 {
+                    lingered = false
+                    _ = await wakeups.next()
                     continue
                 }
+                // Verifications end in bursts (a claim's worth of fast ones): let the burst end, so
+                // the next claim is one batch and not its first few jobs in a statement of their own.
+                if backlog && slots < configuration.claimBatch && configuration.claimLinger > 0 && !lingered {
+                    lingered = true
+                    try? await Task.sleep(for: .seconds(configuration.claimLinger))
+                    continue
+                }
+                lingered = false
+                let now = freeSlots()
+                guard let claim = claims.withLock({ $0.begin(verifying: now.verifying, writing: now.writing) }) else { continue }
+                group.addTask { [self] in await run(claim) }
             }
-            // A full batch means more may be waiting: claim again as soon as slots allow.
-            if claimedAll && claimableSlots(backlog: true) > 0 { continue }
-            _ = await wakeups.next()
+        }
+    }
+
+    /// One claim of the claim loop, in its own task. The loop is woken when the claim came back
+    /// full (more may wait) or failed; a claim that emptied the queue waits for news.
+    private func run(_ claim: ClaimsInFlight.Claim) async {
+        do {
+            let claimed = try await self.claim(limit: claim.limit, handingBack: claim.handingBack)
+            healthy.store(true, ordering: .relaxed)
+            start(claimed)
+            claims.withLock { $0.succeeded(claim, claimed: claimed.count) }
+            if claimed.count == claim.limit { wake.wake() }
+        } catch {
+            let connectionLost = (error as? PostgresError)?.isConnectionLost ?? false
+            let backoff = claims.withLock { $0.failed(claim, connectionLost: connectionLost) }
+            healthy.store(false, ordering: .relaxed)
+            logger.warning("claim_failed", ["error": .error(error)])
+            try? await Task.sleep(for: .seconds(backoff))
+            claims.withLock { $0.end(claim) }
+            wake.wake()
         }
     }
 
@@ -187,18 +204,6 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     private func freeSlots() -> (verifying: Int, writing: Int) {
         let verifying = inflight.load(ordering: .acquiring)
         return (configuration.concurrency - verifying, 2 * configuration.concurrency - held.count)
-    }
-
-    /// Slots to claim now, or 0. While a backlog waits (the last claim came back full) and
-    /// results being written are what holds the slots, only half a batch or more is worth a
-    /// claim: each costs a statement and a commit whatever its size, and completions free slots
-    /// a few hundred at a time. Slots freed by verifications that ended (Apple answering) are
-    /// claimed as they come, so the verifications in flight stay near `concurrency`.
-    private func claimableSlots(backlog: Bool) -> Int {
-        let free = freeSlots()
-        let slots = min(free.verifying, free.writing)
-        let worthwhile = max(1, min(configuration.claimBatch, configuration.concurrency) / 2)
-        return slots >= (backlog && free.writing < free.verifying ? worthwhile : 1) ? slots : 0
     }
 
     /// One claim; with `handingBack`, in the same round trip as handing back every job leased

@@ -15,7 +15,7 @@ public struct QueueBenchmark: Sendable {
 
     public func run() async throws -> Int32 {
         let jobs = context.number("jobs", default: 100_000)
-        let concurrency = context.number("concurrency", default: 1_000)
+        let concurrency = context.number("concurrency", default: 2_000)
         let claimBatch = context.number("claim-batch", default: 1_000)
         let processes = context.number("processes", default: 4)
         return try await context.withDatabase { url, cluster in
