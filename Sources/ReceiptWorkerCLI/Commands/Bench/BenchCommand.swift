@@ -13,7 +13,7 @@ enum BenchCommand {
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
-            CommandFlag(name: "concurrency", takesValue: true, help: "worker slots (default 2000: two claims of a batch in flight, as the lean ceiling has two lanes)"),
+            CommandFlag(name: "concurrency", takesValue: true, help: "worker slots (queue: default 2000, two claims of a batch in flight as the lean ceiling has two lanes; apple at 0 latency: 1024; transport: 2000)"),
             CommandFlag(name: "claim-batch", takesValue: true, help: "jobs per claim (default 1000)"),
             CommandFlag(name: "processes", takesValue: true, help: "worker processes for the multi-process drain (default 4)"),
             CommandFlag(name: "rounds", takesValue: true, help: "queue, apple: measured rounds, each a drain beside its ceiling; medians reported (default 3)"),
