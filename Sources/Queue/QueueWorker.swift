@@ -179,14 +179,19 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     }
 
     /// One claim of the claim loop, in its own task. The loop is woken when the claim came back
-    /// full (more may wait) or failed; a claim that emptied the queue waits for news.
+    /// full (more may wait), failed, or a hand-back waits for it; a claim that emptied the queue
+    /// waits for news.
     private func run(_ claim: ClaimsInFlight.Claim) async {
         do {
             let claimed = try await self.claim(limit: claim.limit, handingBack: claim.handingBack)
             healthy.store(true, ordering: .relaxed)
             start(claimed)
-            claims.withLock { $0.succeeded(claim, claimed: claimed.count) }
-            if claimed.count == claim.limit { wake.wake() }
+            let handBackWaits = claims.withLock { claims in
+                claims.succeeded(claim, claimed: claimed.count)
+                return claims.handBackDue
+            }
+            // A hand-back waits for the claims in flight to end: tell it this one has.
+            if claimed.count == claim.limit || handBackWaits { wake.wake() }
         } catch {
             let connectionLost = (error as? PostgresError)?.isConnectionLost ?? false
             let backoff = claims.withLock { $0.failed(claim, connectionLost: connectionLost) }
