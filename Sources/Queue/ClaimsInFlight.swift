@@ -24,9 +24,9 @@ struct ClaimsInFlight {
     /// A claim that hands back is in flight: nothing starts beside it.
     private var handingBack = false
     private var failureBackoff = 0.1
-    /// A claim failed and waits out its backoff: no other starts meanwhile (the database is
+    /// Failed claims waiting out their backoff: no other starts meanwhile (the database is
     /// likely down for it too).
-    private var backingOff = false
+    private var backingOff = 0
 
     init(most: Int, batch: Int, concurrency: Int) {
         self.most = max(1, most)
@@ -41,7 +41,7 @@ struct ClaimsInFlight {
     /// a few hundred at a time. Slots freed by verifications that ended (Apple answering) are
     /// claimed as they come, so the verifications in flight stay near `concurrency`.
     func slots(verifying: Int, writing: Int) -> Int {
-        guard running < most, !handingBack, !backingOff, !(handBackDue && running > 0) else { return 0 }
+        guard running < most, !handingBack, backingOff == 0, !(handBackDue && running > 0) else { return 0 }
         let (verifying, writing) = (verifying - reserved, writing - reserved)
         let slots = min(verifying, writing, batch)
         // A claim beside another is worth it only for a whole batch: the two scan the same rows.
@@ -63,7 +63,7 @@ struct ClaimsInFlight {
 
     /// The claim came back with `claimed` jobs, already started.
     mutating func succeeded(_ claim: Claim, claimed: Int) {
-        end(claim)
+        release(claim)
         backlog = claimed == claim.limit
         failureBackoff = 0.1
     }
@@ -71,14 +71,19 @@ struct ClaimsInFlight {
     /// The claim failed: how long it waits before its turn is given back (doubling to 5 s).
     mutating func failed(_ claim: Claim, connectionLost: Bool) -> Double {
         if connectionLost || claim.handingBack { handBackDue = true }
-        backingOff = true
+        backingOff += 1
         defer { failureBackoff = min(failureBackoff * 2, 5) }
         return failureBackoff
     }
 
     /// A failed claim's wait is over.
     mutating func end(_ claim: Claim) {
-        backingOff = false
+        backingOff -= 1
+        release(claim)
+    }
+
+    /// A claim in flight no longer: its turn and its reserved slots given back.
+    private mutating func release(_ claim: Claim) {
         if claim.handingBack { handingBack = false }
         running -= 1
         reserved -= claim.limit

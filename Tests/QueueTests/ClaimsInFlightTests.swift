@@ -49,6 +49,17 @@ final class ClaimsInFlightTests: XCTestCase {
         XCTAssertNil(claims.begin(verifying: 300, writing: 700), "nothing beside it either")
     }
 
+    func testAClaimThatSucceedsBesideAFailedOneDoesNotEndItsBackoff() {
+        var claims = ClaimsInFlight(most: 2, batch: 10, concurrency: 40)
+        let first = claims.begin(verifying: 40, writing: 80)!
+        let second = claims.begin(verifying: 40, writing: 80)!
+        _ = claims.failed(first, connectionLost: false)
+        claims.succeeded(second, claimed: 10)
+        XCTAssertEqual(claims.slots(verifying: 40, writing: 80), 0, "the failed claim still waits out its backoff")
+        claims.end(first)
+        XCTAssertEqual(claims.slots(verifying: 40, writing: 80), 10)
+    }
+
     func testAFailedClaimBacksOffAndAFailedHandBackIsDueAgain() {
         var claims = ClaimsInFlight(most: 2, batch: 10, concurrency: 40)
         claims.handBackDue = true
