@@ -18,7 +18,7 @@ struct MoneyPathCeiling: Sendable {
         )
         UPDATE iap.job_queue AS j SET state = 'running', attempts = j.attempts + 1, leased_by = $2,
             lease_expires_at = now() + interval '60 seconds'
-        FROM picked WHERE j.id = picked.id
+        WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
         RETURNING j.id
         """
 

@@ -1,0 +1,48 @@
+import Foundation
+import Postgres
+@testable import Queue
+import TestSupport
+import XCTest
+
+/// A claim's cost follows its batch, not the table. Joined as a relation (`FROM picked JOIN …`),
+/// the claim's 1,000 picked ids were priced above a sequential scan, and every claim hashed the
+/// whole of iap.job_queue and iap.job_requests (finished jobs included); the rescuer's and the
+/// sweeper's updates had the same shape.
+final class ClaimPlanTests: XCTestCase {
+    func testClaimRescueAndSweepFindTheirJobsByPrimaryKey() async throws {
+        let url = try await TestDatabase.fresh()
+        let connection = try await PostgresConnection.connect(url)
+        _ = try await connection.query("""
+            INSERT INTO iap.jobs (kind, user_id, order_id, payload, dedup_key)
+            SELECT 'receipt', 'u-' || n, 'o-' || n, 'cA==', iap.job_dedup_key('receipt', 'u-' || n, 'o-' || n, 'cA==')
+            FROM generate_series(1, 20000) AS n
+            """)
+        try await connection.execute(script: "ANALYZE iap.job_queue, iap.job_requests")
+        let statements = [("claim", PostgresStatement(QueueStore.claimSQL, [1_000, "w", 60.0, [Int]()])),
+                          ("rescue", PostgresStatement(QueueStore.rescueSQL, [5, 1_000])),
+                          ("sweep", PostgresStatement(QueueStore.sweepSQL, [10_000]))]
+        for (name, statement) in statements {
+            let plan = try await connection.transaction { tx in
+                try await tx.pipeline([statement.explained()])[0].map { try $0.decode(String.self, at: 0) }
+            }.joined(separator: "\n")
+            XCTAssertFalse(plan.contains("Seq Scan"), "\(name):\n\(plan)")
+            XCTAssertTrue(plan.contains("jobs_pkey"), "\(name):\n\(plan)")
+            if name == "claim" { XCTAssertTrue(plan.contains("job_requests_pkey"), plan) }
+        }
+        // And the claim still claims: oldest first, each job once, with its request.
+        let store = QueueStore(client: PostgresClient(conninfo: url))
+        let first = try await store.claim(limit: 700, workerID: "w", leaseSeconds: 60)
+        let second = try await store.claim(limit: 700, workerID: "w", leaseSeconds: 60)
+        XCTAssertEqual(first.count, 700)
+        XCTAssertEqual(Set(first.map(\.id)).intersection(second.map(\.id)), [])
+        XCTAssertEqual(first.map(\.id), first.map(\.id).sorted())
+        XCTAssertLessThan(first.last!.id, second.first!.id)
+        XCTAssertEqual(first[0].userID, "u-1")
+        XCTAssertEqual(first[0].payload, "cA==")
+        XCTAssertEqual(first[0].attempts, 1)
+        let leased = try await connection.query("SELECT count(*) FROM iap.job_queue WHERE state = 'running' AND leased_by = 'w'")[0]
+        XCTAssertEqual(try leased.decode(Int.self, at: 0), 1_400)
+        await store.client.close()
+        await connection.close()
+    }
+}
