@@ -84,8 +84,8 @@ final class LibpqSession {
         }
         guard PQsetnonblocking(handle, 1) == 0 else { throw failedToConnect() }
         do {
-            let reported = try simpleQuery("SELECT pg_backend_pid()", deadline: deadline).first?.cells.first?.first ?? nil
-            behindPooler = reported.flatMap { Int32($0) } != PQbackendPID(handle)
+            let reported = try simpleQuery("SELECT pg_backend_pid()", deadline: deadline).first?.first.flatMap { try? $0.decode(Int32.self, at: 0) }
+            behindPooler = reported != PQbackendPID(handle)
             if !behindPooler { _ = try simpleQuery(configuration.directSessionSetup, deadline: deadline) }
         } catch let error as PostgresError {
             close()
@@ -317,20 +317,24 @@ final class LibpqSession {
             let rowCount = Int(PQntuples(result))
             let columnCount = Int(PQnfields(result))
             let columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
-            var cells: [[String?]] = []
-            cells.reserveCapacity(rowCount)
+            var values: [String?] = []
+            values.reserveCapacity(rowCount * columnCount)
             for row in 0..<Int32(rowCount) {
-                var values: [String?] = []
-                values.reserveCapacity(columnCount)
                 for column in 0..<Int32(columnCount) {
-                    values.append(PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column)))
+                    guard PQgetisnull(result, row, column) == 0, let cell = PQgetvalue(result, row, column) else {
+                        values.append(nil)
+                        continue
+                    }
+                    let length = Int(PQgetlength(result, row, column))
+                    values.append(cell.withMemoryRebound(to: UInt8.self, capacity: length) {
+                        String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+                    })
                 }
-                cells.append(values)
             }
-            return PostgresRows(columns: columns, cells: cells, affectedRows: rowCount)
+            return PostgresRows(columns: columns, values: values, rowCount: rowCount, affectedRows: rowCount)
         case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_COPY_IN, PGRES_COPY_OUT:
             let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
-            return PostgresRows(columns: [], cells: [], affectedRows: affected, commandTag: String(cString: PQcmdStatus(result)))
+            return PostgresRows(affectedRows: affected, commandTag: String(cString: PQcmdStatus(result)))
         default:
             throw error(from: result)
         }

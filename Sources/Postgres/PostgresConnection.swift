@@ -267,7 +267,7 @@ public final class PostgresConnection: @unchecked Sendable {
             throw PostgresError(kind: .server, sqlState: "25P02",
                                 message: "COMMIT was answered ROLLBACK: the transaction had failed earlier, nothing was committed")
         }
-        return rows.dropFirst(begin.count).map { $0 ?? PostgresRows(columns: [], cells: [], affectedRows: 0) }
+        return rows.dropFirst(begin.count).map { $0 ?? PostgresRows(affectedRows: 0) }
     }
 
     /// For calls that cannot be pipelined (scripts, COPY): a pending BEGIN goes first, alone.

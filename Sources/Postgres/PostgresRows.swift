@@ -1,34 +1,55 @@
 import Foundation
 
 /// A query result copied out of the PGresult (which is freed at once), so it can
-/// cross tasks freely. Cells are in text format.
-public struct PostgresRows: Sendable, Sequence {
+/// cross tasks freely. Cells are in text format, row after row in one array (a claim of 1,000
+/// jobs is one allocation for its cells, not one per row).
+public struct PostgresRows: Sendable, RandomAccessCollection {
     public let columns: [String]
-    public let cells: [[String?]]
+    /// Every cell, row after row: `columns.count` per row.
+    let values: [String?]
     /// Rows touched by INSERT/UPDATE/DELETE (PQcmdTuples), or the row count.
     public let affectedRows: Int
     /// The server's command tag (`UPDATE 3`, `COMMIT`, `ROLLBACK`), empty for row results.
     public var commandTag: String = ""
+    private let rowCount: Int
 
-    public var count: Int { cells.count }
-    public var isEmpty: Bool { cells.isEmpty }
-    public var first: PostgresRow? { cells.isEmpty ? nil : self[0] }
+    /// A result with no rows (a command's).
+    public init(affectedRows: Int, commandTag: String = "") {
+        self.init(columns: [], values: [], rowCount: 0, affectedRows: affectedRows, commandTag: commandTag)
+    }
 
-    public subscript(index: Int) -> PostgresRow { PostgresRow(columns: columns, cells: cells[index]) }
+    init(columns: [String], values: [String?], rowCount: Int, affectedRows: Int, commandTag: String = "") {
+        precondition(values.count == rowCount * columns.count, "cells must fill the rows")
+        self.columns = columns
+        self.values = values
+        self.rowCount = rowCount
+        self.affectedRows = affectedRows
+        self.commandTag = commandTag
+    }
 
-    public func makeIterator() -> AnyIterator<PostgresRow> {
-        var index = 0
-        return AnyIterator {
-            guard index < cells.count else { return nil }
-            defer { index += 1 }
-            return self[index]
-        }
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { rowCount }
+
+    public subscript(index: Int) -> PostgresRow {
+        precondition(index >= 0 && index < rowCount, "row \(index) of \(rowCount)")
+        return PostgresRow(columns: columns, values: values, base: index * columns.count)
     }
 }
 
 public struct PostgresRow: Sendable {
     public let columns: [String]
-    public let cells: [String?]
+    /// The result's cells; this row's start at `base`.
+    private let values: [String?]
+    private let base: Int
+
+    init(columns: [String], values: [String?], base: Int) {
+        self.columns = columns
+        self.values = values
+        self.base = base
+    }
+
+    /// This row's cells (a copy).
+    public var cells: [String?] { Array(values[base..<base + columns.count]) }
 
     public func column(named name: String) throws -> Int {
         guard let index = columns.firstIndex(of: name) else {
@@ -38,8 +59,8 @@ public struct PostgresRow: Sendable {
     }
 
     public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
-        guard index < cells.count else { throw PostgresError(kind: .client, message: "no column #\(index)") }
-        return try T.decode(postgresText: cells[index], column: columns[index])
+        guard index >= 0 && index < columns.count else { throw PostgresError(kind: .client, message: "no column #\(index)") }
+        return try T.decode(postgresText: values[base + index], column: columns[index])
     }
 
     public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, _ name: String) throws -> T {

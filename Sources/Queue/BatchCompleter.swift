@@ -6,20 +6,17 @@ import Synchronization
 /// Collects verification results and writes them in batches: one transaction per batch
 /// (lease check and lock, settlement, one UPDATE for every job), so a slow Apple never
 /// holds a database transaction and a busy worker writes thousands of results per statement.
-final class BatchCompleter<Handler: JobHandler>: Sendable {
+final class BatchCompleter: Sendable {
     struct Item: Sendable, PendingResult {
         let job: ClaimedJob
-        let verification: Verification<Handler.Work>
+        let verification: JobVerdict
         let milliseconds: Int
 
-        var settles: Bool {
-            if case .settle = verification { return true }
-            return false
-        }
+        var settles: Bool { verification.settles }
     }
 
     private let store: QueueStore
-    private let handler: Handler
+    private let handler: ErasedHandler
     private let configuration: QueueConfiguration
     private let logger: Logger
     private let metrics: QueueMetrics
@@ -40,7 +37,7 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
     /// Where a job sent back for a retry leaves its payload for its next claim by this process.
     private let payloads: PayloadCache
 
-    init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger, metrics: QueueMetrics, loops: Int,
+    init(store: QueueStore, handler: ErasedHandler, configuration: QueueConfiguration, logger: Logger, metrics: QueueMetrics, loops: Int,
          held: HeldJobs, claimer: WakeSignal, payloads: PayloadCache = PayloadCache()) {
         self.held = held
         self.payloads = payloads
@@ -209,13 +206,13 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
         try await store.client.withConnection { connection in
             try await connection.transaction { connection in
                 var decided: [(item: Item, outcome: JobOutcome)] = []
-                var toSettle: [(item: Item, settlement: SettlementItem<Handler.Work>)] = []
+                var toSettle: [(item: Item, settlement: (job: ClaimedJob, work: any Sendable))] = []
                 var fenced: [Item] = []
                 decided.reserveCapacity(batch.count)
                 for item in batch {
                     switch item.verification {
                     case .decided(let outcome): decided.append((item, outcome))
-                    case .settle(let work): toSettle.append((item, SettlementItem(job: item.job, work: work)))
+                    case .settle(let work): toSettle.append((item, (item.job, work)))
                     }
                 }
                 var writes: [PostgresStatement] = []
@@ -223,7 +220,7 @@ final class BatchCompleter<Handler: JobHandler>: Sendable {
                     let owned = try await store.lockOwned(toSettle.map(\.item.job.id), workerID: configuration.workerID, on: connection)
                     let mine = toSettle.filter { owned.contains($0.item.job.id) }
                     fenced = toSettle.filter { !owned.contains($0.item.job.id) }.map(\.item)
-                    let settled = try await handler.settle(mine.map(\.settlement), on: connection)
+                    let settled = try await handler.settle(mine.map(\.settlement), connection)
                     precondition(settled.outcomes.count == mine.count, "settle must return one outcome per item")
                     decided += zip(mine, settled.outcomes).map { ($0.item, $1) }
                     writes = settled.writes

@@ -54,9 +54,15 @@ struct PendingResults<Item: PendingResult> {
     mutating func finished() { writing -= 1 }
 
     private mutating func removeFirst(_ limit: Int) -> [Item] {
-        let count = min(items.count, limit)
-        defer { items.removeFirst(count) }
-        let batch = Array(items.prefix(count))
+        var batch: [Item]
+        if items.count <= limit {
+            // The usual case: everything waiting is one batch; hand the array over, copy nothing.
+            batch = []
+            swap(&batch, &items)
+        } else {
+            batch = Array(items[..<limit])
+            items.removeFirst(limit)
+        }
         if settling > 0 { settling -= batch.reduce(0) { $1.settles ? $0 + 1 : $0 } }
         return batch
     }

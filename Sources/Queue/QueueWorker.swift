@@ -7,14 +7,14 @@ import Synchronization
 /// has free slots), verifies each in its own task, and hands results to the batch
 /// completer. `run` returns after `shutdown()`: claiming stops, in-flight jobs get
 /// `shutdownGrace` to finish, the rest are released to the queue.
-public final class QueueWorker<Handler: JobHandler>: Sendable {
+public final class QueueWorker: Sendable {
     public let configuration: QueueConfiguration
     private let store: QueueStore
-    private let handler: Handler
+    private let verify: @Sendable (ClaimedJob) async -> JobVerdict
     private let logger: Logger
     private let metrics: QueueMetrics
     private let listener: PostgresConfiguration?
-    private let completer: BatchCompleter<Handler>
+    private let completer: BatchCompleter
     private let completionLoops: Int
     private let wake = WakeSignal()
     private let stopping = Atomic<Bool>(false)
@@ -64,10 +64,11 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
 
     /// The store's client serves claims and completions; `listener` (nil: poll only) gets
     /// its own LISTEN connection, the only one outside the pool.
-    public init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger,
+    public init(store: QueueStore, handler: some JobHandler, configuration: QueueConfiguration, logger: Logger,
                 metrics: QueueMetrics, listener: PostgresConfiguration?) {
+        let handler = ErasedHandler(handler)
         self.store = store
-        self.handler = handler
+        verify = handler.verify
         self.configuration = configuration
         self.logger = logger.with(["worker": .string(configuration.workerID)])
         self.metrics = metrics
@@ -79,7 +80,7 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
                                    loops: completionLoops, held: held, claimer: wake, payloads: payloads)
     }
 
-    public convenience init(store: QueueStore, handler: Handler, configuration: QueueConfiguration, logger: Logger,
+    public convenience init(store: QueueStore, handler: some JobHandler, configuration: QueueConfiguration, logger: Logger,
                             metrics: QueueMetrics, listenerConninfo: String?) {
         self.init(store: store, handler: handler, configuration: configuration, logger: logger, metrics: metrics,
                   listener: listenerConninfo.map { PostgresConfiguration(conninfo: $0, applicationName: "receipt-worker-listen") })
@@ -247,14 +248,14 @@ public final class QueueWorker<Handler: JobHandler>: Sendable {
     // 10,000 of them), so only the wait is async; what follows runs in a synchronous function.
     private func runJob(_ job: ClaimedJob) async {
         let started = ContinuousClock.now
-        let verification = await handler.verify(job)
+        let verification = await verify(job)
         jobVerified(job, verification, interrupted: Task.isCancelled, after: started)
     }
 
     @inline(never)
-    private func jobVerified(_ job: ClaimedJob, _ answer: Verification<Handler.Work>, interrupted: Bool,
+    private func jobVerified(_ job: ClaimedJob, _ answer: JobVerdict, interrupted: Bool,
                              after started: ContinuousClock.Instant) {
-        var verification: Verification<Handler.Work>? = answer
+        var verification: JobVerdict? = answer
         if interrupted {
             if overdue.withLock({ $0.remove(job.id) != nil }) {
                 let limit = Int(configuration.verifyDeadline)

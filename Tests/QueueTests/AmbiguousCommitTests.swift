@@ -46,7 +46,7 @@ final class AmbiguousCommitTests: XCTestCase {
         return (fixture, proxy, QueueStore(client: PostgresClient(configuration: configuration, maxConnections: 3)))
     }
 
-    private func worker<H: JobHandler>(_ fixture: QueueFixture, _ store: QueueStore, _ handler: H) -> QueueWorker<H> {
+    private func worker<H: JobHandler>(_ fixture: QueueFixture, _ store: QueueStore, _ handler: H) -> QueueWorker {
         var configuration = QueueConfiguration()
         configuration.pollInterval = 0.1
         configuration.concurrency = 4

@@ -45,7 +45,7 @@ struct QueueFixture {
         return result
     }
 
-    func worker<H: JobHandler>(_ handler: H, configure: (inout QueueConfiguration) -> Void = { _ in }) -> QueueWorker<H> {
+    func worker<H: JobHandler>(_ handler: H, configure: (inout QueueConfiguration) -> Void = { _ in }) -> QueueWorker {
         var configuration = QueueConfiguration()
         configuration.pollInterval = 0.05
         configuration.retryPolicy = .schedule([0.05])

@@ -41,7 +41,7 @@ final class SettlementFixture: Sendable {
     let url: String
     let client: PostgresClient
     let simulator: AppleSimulator
-    let worker: QueueWorker<AppleJobHandler>
+    let worker: QueueWorker
     let signedData: StoreKitSignedDataVerifier
     let logs = CapturingLogSink()
     let registry = MetricsRegistry()
