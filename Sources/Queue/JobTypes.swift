@@ -1,30 +1,60 @@
 import Foundation
 
 /// A job as claimed: everything a verifier needs, nothing it may change.
+///
+/// Its fields live in one immutable object: a job is copied from its claim to its task, its
+/// result and its completion row, and a copy is one reference count, not one per string.
 public struct ClaimedJob: Sendable, Equatable {
-    public let id: Int
-    public let kind: String
-    public let userID: String?
-    public let orderID: String?
-    public let productID: String?
-    public let payload: String
+    private final class Fields: Sendable {
+        let id: Int
+        let kind: String
+        let userID: String?
+        let orderID: String?
+        let productID: String?
+        let payload: String
+        let attempts: Int
+        let createdAt: Date
+        let sweeps: Int
+
+        init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String,
+             attempts: Int, createdAt: Date, sweeps: Int) {
+            self.id = id
+            self.kind = kind
+            self.userID = userID
+            self.orderID = orderID
+            self.productID = productID
+            self.payload = payload
+            self.attempts = attempts
+            self.createdAt = createdAt
+            self.sweeps = sweeps
+        }
+    }
+
+    private let fields: Fields
+
+    public var id: Int { fields.id }
+    public var kind: String { fields.kind }
+    public var userID: String? { fields.userID }
+    public var orderID: String? { fields.orderID }
+    public var productID: String? { fields.productID }
+    public var payload: String { fields.payload }
     /// Attempts in this round, including the one now running.
-    public let attempts: Int
-    public let createdAt: Date
+    public var attempts: Int { fields.attempts }
+    public var createdAt: Date { fields.createdAt }
     /// Rounds already re-queued by the timed_out sweep.
-    public let sweeps: Int
+    public var sweeps: Int { fields.sweeps }
 
     public init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String,
                 attempts: Int, createdAt: Date, sweeps: Int) {
-        self.id = id
-        self.kind = kind
-        self.userID = userID
-        self.orderID = orderID
-        self.productID = productID
-        self.payload = payload
-        self.attempts = attempts
-        self.createdAt = createdAt
-        self.sweeps = sweeps
+        fields = Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload,
+                        attempts: attempts, createdAt: createdAt, sweeps: sweeps)
+    }
+
+    public static func == (lhs: ClaimedJob, rhs: ClaimedJob) -> Bool {
+        lhs.fields === rhs.fields
+            || (lhs.id == rhs.id && lhs.kind == rhs.kind && lhs.userID == rhs.userID && lhs.orderID == rhs.orderID
+                && lhs.productID == rhs.productID && lhs.payload == rhs.payload && lhs.attempts == rhs.attempts
+                && lhs.createdAt == rhs.createdAt && lhs.sweeps == rhs.sweeps)
     }
 }
 
