@@ -12,11 +12,7 @@ final class ClaimPlanTests: XCTestCase {
     func testClaimRescueAndSweepFindTheirJobsByPrimaryKey() async throws {
         let url = try await TestDatabase.fresh()
         let connection = try await PostgresConnection.connect(url)
-        _ = try await connection.query("""
-            INSERT INTO iap.jobs (kind, user_id, order_id, payload, dedup_key)
-            SELECT 'receipt', 'u-' || n, 'o-' || n, 'cA==', iap.job_dedup_key('receipt', 'u-' || n, 'o-' || n, 'cA==')
-            FROM generate_series(1, 20000) AS n
-            """)
+        try await connection.insertReceiptJobs(20000)
         try await connection.execute(script: "ANALYZE iap.job_queue, iap.job_requests")
         let statements = [("claim", PostgresStatement(QueueStore.claimSQL, [1_000, "w", 60.0, [Int]()])),
                           ("rescue", PostgresStatement(QueueStore.rescueSQL, [5, 1_000])),

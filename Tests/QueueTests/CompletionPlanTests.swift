@@ -11,11 +11,7 @@ final class CompletionPlanTests: XCTestCase {
     func testTheCompletionFindsItsJobsByPrimaryKeyWhateverTheStatistics() async throws {
         let url = try await TestDatabase.fresh()
         let connection = try await PostgresConnection.connect(url)
-        _ = try await connection.query("""
-            INSERT INTO iap.jobs (kind, user_id, order_id, payload, dedup_key)
-            SELECT 'receipt', 'u-' || n, 'o-' || n, 'cA==', iap.job_dedup_key('receipt', 'u-' || n, 'o-' || n, 'cA==')
-            FROM generate_series(1, 20000) AS n
-            """)
+        try await connection.insertReceiptJobs(20000)
         try await connection.execute(script: "ANALYZE iap.job_queue, iap.job_requests")
         _ = try await connection.query("""
             UPDATE iap.jobs SET state = 'running', attempts = 1, leased_by = 'w', lease_expires_at = now() + interval '1 hour'
@@ -48,11 +44,7 @@ final class CompletionPlanTests: XCTestCase {
     func testRowsWithSharedAndOwnValuesEachGetTheirOwn() async throws {
         let url = try await TestDatabase.fresh()
         let connection = try await PostgresConnection.connect(url)
-        _ = try await connection.query("""
-            INSERT INTO iap.jobs (kind, user_id, order_id, payload, dedup_key)
-            SELECT 'receipt', 'u-' || n, 'o-' || n, 'cA==', iap.job_dedup_key('receipt', 'u-' || n, 'o-' || n, 'cA==')
-            FROM generate_series(1, 9) AS n
-            """)
+        try await connection.insertReceiptJobs(9)
         _ = try await connection.query("""
             UPDATE iap.jobs SET state = 'running', attempts = 1, apple_status = 7, leased_by = 'w', lease_expires_at = now() + interval '1 hour'
             """)

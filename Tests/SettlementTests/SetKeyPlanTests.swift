@@ -54,11 +54,7 @@ final class SetKeyPlanTests: XCTestCase {
             INSERT INTO iap.credits (transaction_id, original_transaction_id, order_id, user_id, product_id, quantity, environment, purchased_at, job_id)
             SELECT 't-' || n, 't-' || n, 'o-' || n, 'u-' || n, 'coins', 1, 'Production', now(), n FROM generate_series(1, 30000) AS n
             """)
-        _ = try await connection.query("""
-            INSERT INTO iap.jobs (kind, user_id, order_id, payload, dedup_key)
-            SELECT 'receipt', 'u-' || n, 'o-' || n, 'cA==', iap.job_dedup_key('receipt', 'u-' || n, 'o-' || n, 'cA==')
-            FROM generate_series(1, 30000) AS n
-            """)
+        try await connection.insertReceiptJobs(30000)
         for (index, lookup) in lookups.enumerated() {
             let plan = try await connection.transaction { tx in
                 try await tx.query("EXPLAIN EXECUTE lookup\(index)(\(lookup.arguments))").map { try $0.decode(String.self, at: 0) }
