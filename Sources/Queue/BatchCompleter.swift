@@ -206,13 +206,13 @@ final class BatchCompleter: Sendable {
         try await store.client.withConnection { connection in
             try await connection.transaction { connection in
                 var decided: [(item: Item, outcome: JobOutcome)] = []
-                var toSettle: [(item: Item, settlement: (job: ClaimedJob, work: any Sendable))] = []
+                var toSettle: [(item: Item, work: any Sendable)] = []
                 var fenced: [Item] = []
                 decided.reserveCapacity(batch.count)
                 for item in batch {
                     switch item.verification {
                     case .decided(let outcome): decided.append((item, outcome))
-                    case .settle(let work): toSettle.append((item, (item.job, work)))
+                    case .settle(let work): toSettle.append((item, work))
                     }
                 }
                 var writes: [PostgresStatement] = []
@@ -220,7 +220,7 @@ final class BatchCompleter: Sendable {
                     let owned = try await store.lockOwned(toSettle.map(\.item.job.id), workerID: configuration.workerID, on: connection)
                     let mine = toSettle.filter { owned.contains($0.item.job.id) }
                     fenced = toSettle.filter { !owned.contains($0.item.job.id) }.map(\.item)
-                    let settled = try await handler.settle(mine.map(\.settlement), connection)
+                    let settled = try await handler.settle(mine.map { ($0.item.job, $0.work) }, connection)
                     precondition(settled.outcomes.count == mine.count, "settle must return one outcome per item")
                     decided += zip(mine, settled.outcomes).map { ($0.item, $1) }
                     writes = settled.writes

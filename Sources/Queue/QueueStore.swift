@@ -31,7 +31,9 @@ public struct QueueStore: Sendable {
     /// by primary key whatever their size. Joined as a relation (`FROM picked JOIN …`), the planner
     /// priced a batch of 1,000 lookups above a sequential scan and hashed the whole of both tables
     /// for every claim: 51 ms per 1,000 jobs at 100,000 rows, 26 ms now (a cost that grew with
-    /// the finished jobs kept).
+    /// the finished jobs kept). A job without its request row (hand-edited data: both are written
+    /// in one transaction) is leased and not returned: the rescuer takes it back when the lease
+    /// runs out, and stuck detection reports it once it is old.
     static let claimSQL = """
         WITH picked AS (
             SELECT id FROM iap.job_queue
@@ -51,9 +53,6 @@ public struct QueueStore: Sendable {
         FROM claimed AS c JOIN iap.job_requests AS r ON r.id = c.id
         -- receipt-worker: claim
         """
-    // A job without its request row (hand-edited data: both are written in one transaction) is
-    // leased and not returned: the rescuer takes it back when the lease runs out, and stuck
-    // detection reports it once it is old.
 
     static let payloadsSQL = "SELECT id, payload FROM iap.job_requests WHERE id = ANY($1::bigint[])"
 

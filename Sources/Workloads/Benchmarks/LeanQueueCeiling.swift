@@ -17,7 +17,7 @@ import Postgres
 /// joined as a relation (`FROM picked WHERE q.id = picked.id`, this ceiling until session 10)
 /// the planner hashes the whole table for every claim, and the ceiling was a third lower
 /// (37,900–43,900 against 58,800–68,000 jobs/s, durable, 100,000 rows); PGQueuer's own
-/// `= ANY(SELECT id FROM picked)` lies between (51,600–54,700).
+/// `= ANY(SELECT id FROM picked)` lies between (51,600–55,900).
 struct LeanQueueCeiling: Sendable {
     enum Shape: Sendable { case bare, sameWork }
 
