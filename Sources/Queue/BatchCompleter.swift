@@ -144,8 +144,9 @@ final class BatchCompleter: Sendable {
         } catch let ambiguous as AmbiguousCommit {
             // The COMMIT went out and its reply was lost: what happened decides what is announced.
             switch await resolve(witness, jobs: batch.count, deadline: deadline) {
-            case .committed(let writtenIDs)?:
-                logger.notice("commit_resolved", ["outcome": "committed", "jobs": .int(writtenIDs.count),
+            case .committed(let lostIDs)?:
+                let writtenIDs = lostIDs.isEmpty ? nil : Set(ambiguous.rows.map(\.id)).subtracting(lostIDs)
+                logger.notice("commit_resolved", ["outcome": "committed", "jobs": .int(writtenIDs?.count ?? ambiguous.rows.count),
                                                   "error": .string(ambiguous.underlying.message)])
                 written = WrittenBatch(rows: ambiguous.rows, items: ambiguous.items, ids: writtenIDs, fenced: ambiguous.fenced)
             case .rolledBack?:

@@ -77,4 +77,42 @@ final class CompletionPlanTests: XCTestCase {
         }
         await connection.close()
     }
+
+    /// The witness names the jobs a committed completion did not write (their lease had passed
+    /// on), none when it wrote the whole batch; a token fenced before its transaction committed
+    /// is a tombstone, and that transaction can no longer commit.
+    func testTheWitnessNamesTheJobsTheBatchDidNotWrite() async throws {
+        let url = try await TestDatabase.fresh()
+        let connection = try await PostgresConnection.connect(url)
+        try await connection.insertReceiptJobs(6)
+        _ = try await connection.query("""
+            UPDATE iap.jobs SET state = 'running', attempts = 1, leased_by = CASE WHEN id % 3 = 0 THEN 'other' ELSE 'w' END,
+                lease_expires_at = now() + interval '1 hour'
+            """)
+        let ids = try await connection.query("SELECT id FROM iap.jobs ORDER BY id").map { try $0.decode(Int.self, at: 0) }
+        let store = QueueStore(client: PostgresClient(conninfo: url))
+        func done(_ ids: [Int]) -> [CompletionRow] {
+            ids.map { CompletionRow(id: $0, state: "done", outcome: "acknowledged", delaySeconds: nil, appleStatus: nil, error: nil, transactionIDs: []) }
+        }
+        let mine = ids.filter { $0 % 3 != 0 }
+        let whole = UUID(), partial = UUID(), fenced = UUID()
+        _ = try await connection.transaction { tx in try await tx.pipeline([try XCTUnwrap(store.completionStatement(done(Array(mine.prefix(2))), workerID: "w", witness: whole))]) }
+        let batch = Array(ids.dropFirst(2)) // two of them leased to 'other'
+        _ = try await connection.transaction { tx in try await tx.pipeline([try XCTUnwrap(store.completionStatement(done(batch), workerID: "w", witness: partial))]) }
+        let wholeResolution = try await store.resolveCommit(witness: whole)
+        let partialResolution = try await store.resolveCommit(witness: partial)
+        XCTAssertEqual(wholeResolution, .committed(lostIDs: []))
+        XCTAssertEqual(partialResolution, .committed(lostIDs: Set(batch.filter { $0 % 3 == 0 })))
+        let fencedResolution = try await store.resolveCommit(witness: fenced)
+        let again = try await store.resolveCommit(witness: fenced)
+        XCTAssertEqual(fencedResolution, .rolledBack)
+        XCTAssertEqual(again, .rolledBack, "a tombstone stays a tombstone")
+        do {
+            let late = try XCTUnwrap(store.completionStatement(done([ids[0]]), workerID: "other", witness: fenced))
+            _ = try await connection.transaction { tx in try await tx.pipeline([late]) }
+            XCTFail("a fenced transaction committed")
+        } catch is PostgresError {}
+        await store.client.close()
+        await connection.close()
+    }
 }
