@@ -34,18 +34,12 @@ public struct QueueStore: Sendable {
     /// the finished jobs kept). A job without its request row (hand-edited data: both are written
     /// in one transaction) is leased and not returned: the rescuer takes it back when the lease
     /// runs out, and stuck detection reports it once it is old.
-    ///
-    /// `LIMIT (SELECT $1)`, not `LIMIT $1`: with the batch size known, every custom plan was
-    /// priced below the generic one (whose limit is a guess, a tenth of the table), so PostgreSQL
-    /// planned each claim afresh, about a millisecond of the database's time per claim. Hidden
-    /// behind a subquery, the limit is a guess in both, and the prepared statement keeps its
-    /// generic plan, the same plan.
     static let claimSQL = """
         WITH picked AS (
             SELECT id FROM iap.job_queue
             WHERE state IN ('queued', 'retrying') AND run_at <= now()
             ORDER BY run_at, id
-            LIMIT (SELECT $1::bigint)
+            LIMIT $1
             FOR UPDATE SKIP LOCKED
         ), claimed AS (
             UPDATE iap.job_queue AS j
