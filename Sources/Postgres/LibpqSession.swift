@@ -345,6 +345,13 @@ final class LibpqSession {
             PQresultErrorField(result, code).map { String(cString: $0) }
         }
         let sqlState = field(Int32(UInt8(ascii: "C"))) // PG_DIAG_SQLSTATE
+        // A FATAL ends the session (a terminated backend, a server shutting down). Arriving while
+        // the session is idle, libpq hands it to the notice receiver; arriving during a call (a
+        // listener's health check, say), it is only this call's error, which callers may retry
+        // in silence: the server's words reach the notice receiver either way (SPEC 8).
+        if let severity = field(Int32(UInt8(ascii: "V"))), severity == "FATAL" || severity == "PANIC" {
+            noticeReceiver?.handler(PostgresNotice(result: result))
+        }
         let message = field(Int32(UInt8(ascii: "M"))) ?? Self.oneLine(String(cString: PQresultErrorMessage(result)))
         let detail = field(Int32(UInt8(ascii: "D")))
         if sqlState == nil, !isOpen {

@@ -23,6 +23,36 @@ final class ServerWordsTests: XCTestCase {
         await connection.close()
     }
 
+    /// Terminated in the middle of a call, a session's FATAL is that call's error and also
+    /// reaches the handler (idle, libpq hands it to the handler by itself): a caller that
+    /// retries in silence, such as the listener's health check, still leaves the server's words.
+    func testAFatalDuringACallReachesTheHandlerToo() async throws {
+        let url = try await TestDatabase.fresh(migrated: false)
+        let heard = Mutex<[PostgresNotice]>([])
+        var configuration = PostgresConfiguration(conninfo: url, applicationName: "fatal-test")
+        configuration.noticeHandler = { notice in heard.withLock { $0.append(notice) } }
+        let connection = try await PostgresConnection.connect(configuration)
+        let admin = try await PostgresConnection.connect(url)
+        let pid = try await connection.query("SELECT pg_backend_pid()")[0].decode(Int.self, at: 0)
+        let sleeper = Task { try await connection.query("SELECT pg_sleep(30)") }
+        let sleeping = try await eventually(10) {
+            try await admin.query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND query LIKE 'SELECT pg_sleep%'", [pid])[0]
+                .decode(Int.self, at: 0) == 1
+        }
+        XCTAssertTrue(sleeping)
+        _ = try await admin.query("SELECT pg_terminate_backend($1)", [pid])
+        do {
+            _ = try await sleeper.value
+            XCTFail("a terminated call succeeded")
+        } catch is PostgresError {}
+        let fatal = heard.withLock { $0 }.filter { $0.severity == "FATAL" }
+        XCTAssertEqual(fatal.count, 1, "\(heard.withLock { $0 })")
+        XCTAssertEqual(fatal.first?.sqlState, "57P01")
+        XCTAssertTrue(fatal.first?.message.contains("terminating connection") == true, "\(fatal)")
+        await connection.close()
+        await admin.close()
+    }
+
     func testACopySentAsAQueryEndsWithAnErrorAndTheSessionStaysUsable() async throws {
         let url = try await TestDatabase.fresh(migrated: false)
         let connection = try await PostgresConnection.connect(url)
