@@ -151,9 +151,18 @@ public struct AppleBenchmark: Sendable {
         // the database for the last completions: the database probe, every 100 ms for the whole
         // run, cost PostgreSQL 10-30 ms a call (it walks the index entries the run has just made
         // dead), a sixth of the statement time of a 0-latency run, CPU the money path did not get.
+        // A count that stops short (a receipt the worker settled without asking Apple) is checked
+        // against the database once it has stood still for 10 s (longer than any latency the bench
+        // asks of apple-sim, so a run that is only waiting on Apple is not probed); a worker that
+        // died ends the run.
+        var asked = (count: 0, at: ContinuousClock.now)
         while ContinuousClock.now - started <= .seconds(600) {
             peakRSS = max(peakRSS, ResourceUsage.peakRSSMiB(pid: String(worker)))
-            if simulator.stats.requests < count {
+            var exit: Int32 = 0
+            if waitpid(worker, &exit, WNOHANG) == worker { throw WorkloadError("bench apple: the worker process exited during the run") }
+            let requests = simulator.stats.requests
+            if requests != asked.count { asked = (requests, ContinuousClock.now) }
+            if requests < count, ContinuousClock.now - asked.at < .seconds(10) {
                 try await Task.sleep(for: .milliseconds(20))
                 continue
             }
