@@ -66,6 +66,15 @@ public struct PostgresConfiguration: Sendable {
             + "SET plan_cache_mode = force_custom_plan"
     }
 
+    /// What a transaction of fixed-shape statements starts with on a direct session: each
+    /// prepared statement keeps one plan for the session instead of being planned for every run
+    /// (planning was up to half of a small batch's statement time), and that plan is made with
+    /// sequential scans priced out, so one first made while a table was empty is still an index
+    /// lookup after the table grew (the reason sessions otherwise plan every run, above).
+    var reusedPlansTransactionBegin: [String] {
+        ["BEGIN", "SET LOCAL plan_cache_mode = force_generic_plan", "SET LOCAL enable_seqscan = off"]
+    }
+
     /// What a transaction starts with behind a pooler: the same limits, scoped to the transaction
     /// (separate statements: they travel in one pipeline with the transaction's first statement).
     var pooledTransactionBegin: [String] {

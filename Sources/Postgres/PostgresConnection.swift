@@ -140,10 +140,14 @@ public final class PostgresConnection: @unchecked Sendable {
     /// BEGIN … COMMIT around `body`; ROLLBACK if it throws. Behind a pooler the
     /// transaction carries its own limits (`SET LOCAL`), since the session keeps none.
     /// BEGIN is not a round trip of its own: it travels with the body's first statement.
-    public func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    /// `planning: .reused` is for bodies of fixed-shape statements run thousands of times
+    /// (`PostgresConfiguration.reusedPlansTransactionBegin`).
+    public func transaction<T: Sendable>(planning: TransactionPlanning = .perRun,
+                                         _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await onThread { [self] in
             try reopenIfBroken()
-            pendingBegin = session.behindPooler ? configuration.pooledTransactionBegin : ["BEGIN"]
+            pendingBegin = session.behindPooler ? configuration.pooledTransactionBegin
+                : planning == .reused ? configuration.reusedPlansTransactionBegin : ["BEGIN"]
             inTransaction = true
         }
         do {

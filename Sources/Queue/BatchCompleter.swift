@@ -205,7 +205,8 @@ final class BatchCompleter: Sendable {
 
     private func transaction(_ batch: [Item], witness: UUID) async throws -> WrittenBatch {
         try await store.client.withConnection { connection in
-            try await connection.transaction { connection in
+            // Fixed-shape statements by key, thousands of times: planned once per session.
+            try await connection.transaction(planning: .reused) { connection in
                 var decided: [(item: Item, outcome: JobOutcome)] = []
                 var toSettle: [(item: Item, work: any Sendable)] = []
                 var fenced: [Item] = []
