@@ -47,14 +47,7 @@ final class SetKeyPlanTests: XCTestCase {
             }
         }
         // The tables grow; nobody analyzes them.
-        _ = try await connection.query("""
-            INSERT INTO iap.orders (order_id, user_id, product_id) SELECT 'o-' || n, 'u-' || n, 'coins' FROM generate_series(1, 30000) AS n
-            """)
-        _ = try await connection.query("""
-            INSERT INTO iap.credits (transaction_id, original_transaction_id, order_id, user_id, product_id, quantity, environment, purchased_at, job_id)
-            SELECT 't-' || n, 't-' || n, 'o-' || n, 'u-' || n, 'coins', 1, 'Production', now(), n FROM generate_series(1, 30000) AS n
-            """)
-        try await connection.insertReceiptJobs(30000)
+        try await grow(connection)
         for (index, lookup) in lookups.enumerated() {
             let plan = try await connection.transaction { tx in
                 try await tx.query("EXPLAIN EXECUTE lookup\(index)(\(lookup.arguments))").map { try $0.decode(String.self, at: 0) }
@@ -78,22 +71,37 @@ final class SetKeyPlanTests: XCTestCase {
     func testReusedPlansMadeOnEmptyTablesStillUseTheirIndexAfterTheTablesGrew() async throws {
         let url = try await TestDatabase.fresh()
         let connection = try await PostgresConnection.connect(url)
-        let lookups: [(table: String, statement: (Bool) -> PostgresStatement)] = [
-            ("credits", { _ in PostgresStatement(SettlementStore.ledgerSQL, [["t-1", "t-2"]]) }),
-            ("orders", { _ in PostgresStatement(SettlementStore.ordersByIDSQL, [["o-1", "o-2"]]) }),
-            ("job_queue", { _ in PostgresStatement(QueueStore.lockOwnedSQL, [[1, 2], "w"]) }),
+        let lookups: [(table: String, statement: PostgresStatement, arguments: String)] = [
+            ("credits", PostgresStatement(SettlementStore.ledgerSQL, [["t-1", "t-2"]]), "'{t-1,t-2}'"),
+            ("orders", PostgresStatement(SettlementStore.ordersByIDSQL, [["o-1", "o-2"]]), "'{o-1,o-2}'"),
+            ("job_queue", PostgresStatement(QueueStore.lockOwnedSQL, [[1, 2], "w"]), "'{1,2}', 'w'"),
         ]
         for _ in 0..<3 {
             for lookup in lookups {
-                _ = try await connection.transaction(planning: .reused) { tx in try await tx.pipeline([lookup.statement(false)]) }
+                _ = try await connection.transaction(planning: .reused) { tx in try await tx.pipeline([lookup.statement]) }
             }
         }
         for lookup in lookups {
             let plans = try await connection.query("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1",
-                                                   [lookup.statement(false).sql])[0]
+                                                   [lookup.statement.sql])[0]
             XCTAssertEqual(try plans.decode(Int.self, at: 0), 3, "\(lookup.table): one generic plan, used by every run")
             XCTAssertEqual(try plans.decode(Int.self, at: 1), 0, lookup.table)
         }
+        try await grow(connection)
+        for lookup in lookups {
+            let name = try await connection.query("SELECT name FROM pg_prepared_statements WHERE statement = $1",
+                                                  [lookup.statement.sql])[0].decode(String.self, at: 0)
+            let plan = try await connection.transaction(planning: .reused) { tx in
+                try await tx.query("EXPLAIN EXECUTE \(name)(\(lookup.arguments))").map { try $0.decode(String.self, at: 0) }
+            }.joined(separator: "\n")
+            XCTAssertFalse(plan.contains("Seq Scan"), "\(lookup.table)\n\(plan)")
+            XCTAssertTrue(plan.contains("Index"), "\(lookup.table)\n\(plan)")
+        }
+        await connection.close()
+    }
+
+    /// The tables grow by 30,000 rows each; nobody analyzes them.
+    private func grow(_ connection: PostgresConnection) async throws {
         _ = try await connection.query("""
             INSERT INTO iap.orders (order_id, user_id, product_id) SELECT 'o-' || n, 'u-' || n, 'coins' FROM generate_series(1, 30000) AS n
             """)
@@ -102,17 +110,5 @@ final class SetKeyPlanTests: XCTestCase {
             SELECT 't-' || n, 't-' || n, 'o-' || n, 'u-' || n, 'coins', 1, 'Production', now(), n FROM generate_series(1, 30000) AS n
             """)
         try await connection.insertReceiptJobs(30000)
-        for lookup in lookups {
-            let name = try await connection.query("SELECT name FROM pg_prepared_statements WHERE statement = $1",
-                                                  [lookup.statement(false).sql])[0].decode(String.self, at: 0)
-            let arguments = lookup.statement(false).sql == QueueStore.lockOwnedSQL ? "'{1,2}', 'w'"
-                : lookup.table == "credits" ? "'{t-1,t-2}'" : "'{o-1,o-2}'"
-            let plan = try await connection.transaction(planning: .reused) { tx in
-                try await tx.query("EXPLAIN EXECUTE \(name)(\(arguments))").map { try $0.decode(String.self, at: 0) }
-            }.joined(separator: "\n")
-            XCTAssertFalse(plan.contains("Seq Scan"), "\(lookup.table)\n\(plan)")
-            XCTAssertTrue(plan.contains("Index"), "\(lookup.table)\n\(plan)")
-        }
-        await connection.close()
     }
 }
