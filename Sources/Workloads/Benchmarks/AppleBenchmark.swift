@@ -116,13 +116,6 @@ public struct AppleBenchmark: Sendable {
         return try await MoneyPathCeiling(client: client, batch: 100).drain(expected: count)
     }
 
-    /// The server's postmaster, read from its pid file (the private cluster only).
-    private var postmaster: pid_t? {
-        guard let directory = context.cluster?.directory,
-              let text = try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8) else { return nil }
-        return text.split(separator: "\n").first.flatMap { pid_t($0) }
-    }
-
     private func measure(_ client: PostgresClient, url: String, count: Int, latency: SimLatency?, concurrency: Int,
                          claimBatch: Int, tag: String) async throws -> Measurement {
         let simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: "bench-secret", faults: AppleSimFaults(latency: latency)))
@@ -145,7 +138,8 @@ public struct AppleBenchmark: Sendable {
         let started = ContinuousClock.now
         let enqueued = try await client.query("SELECT clock_timestamp()")[0].decode(Date.self, at: 0)
         let workerCPU = ResourceUsage.cpuSeconds(pid: worker)
-        let serverCPU = postmaster.map { ResourceUsage.cpuSeconds(processTree: $0) }
+        let server = await DatabaseServerCPU.locate(client)
+        let serverCPU = server?.seconds()
         var peakRSS = 0.0
         // Watched through apple-sim's own count until every receipt was asked about, then through
         // the database for the last completions: the database probe, every 100 ms for the whole
@@ -180,7 +174,7 @@ public struct AppleBenchmark: Sendable {
                                             [enqueued, min(concurrency, count) - 1])
         let firstWindowFinished = try window.first?.decode(Date?.self, at: 0).map { $0.timeIntervalSince(enqueued) } ?? 0
         let workerMicros = (ResourceUsage.cpuSeconds(pid: worker) - workerCPU) * 1e6 / max(1, credited)
-        let serverMicros = serverCPU.flatMap { before in postmaster.map { (ResourceUsage.cpuSeconds(processTree: $0) - before) * 1e6 / max(1, credited) } }
+        let serverMicros = server.flatMap { server in serverCPU.map { (server.seconds() - $0) * 1e6 / max(1, credited) } }
         kill(worker, SIGTERM)
         var status: Int32 = 0
         waitpid(worker, &status, 0)

@@ -24,6 +24,8 @@ struct LeanQueueCeiling: Sendable {
     let client: PostgresClient
     let batch: Int
     var shape: Shape = .bare
+    /// The database server, when it runs on this machine: its CPU per job is measured too.
+    var server: DatabaseServerCPU? = nil
     let lanes = 2
 
     static let createSQL = """
@@ -78,13 +80,26 @@ struct LeanQueueCeiling: Sendable {
         """
 
     /// Loads `jobs` rows, drains them, drops the table; returns jobs per second.
-    func measure(jobs: Int) async throws -> Double {
+    func measure(jobs: Int) async throws -> Double { try await measureWithCPU(jobs: jobs).jobsPerSecond }
+
+    /// The same, with the drain's CPU per job (this process, the client; and the server).
+    func measureWithCPU(jobs: Int) async throws -> (jobsPerSecond: Double, cpu: CPUPerJob) {
         let (claimSQL, completeSQL) = shape == .bare ? (Self.bareClaimSQL, Self.bareCompleteSQL)
                                                      : (Self.sameWorkClaimSQL, Self.sameWorkCompleteSQL)
         try await client.withConnection { try await $0.execute(script: Self.createSQL) }
         _ = try await client.query(Self.fillSQL, [jobs])
         _ = try await client.query("VACUUM ANALYZE bench_lean.queue")
-        let started = ContinuousClock.now
+        // The clock runs inside the CPU counters: reading /proc takes milliseconds.
+        let (seconds, cpu) = try await CPUPerJob.measure(jobs: jobs, server: server) {
+            let started = ContinuousClock.now
+            try await drain(claimSQL, completeSQL)
+            return (ContinuousClock.now - started).seconds
+        }
+        _ = try await client.query("DROP SCHEMA bench_lean CASCADE")
+        return (Double(jobs) / seconds, cpu)
+    }
+
+    private func drain(_ claimSQL: String, _ completeSQL: String) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for lane in 0..<lanes {
                 group.addTask {
@@ -98,8 +113,5 @@ struct LeanQueueCeiling: Sendable {
             }
             try await group.waitForAll()
         }
-        let seconds = (ContinuousClock.now - started).seconds
-        _ = try await client.query("DROP SCHEMA bench_lean CASCADE")
-        return Double(jobs) / seconds
     }
 }

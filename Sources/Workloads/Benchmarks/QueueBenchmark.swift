@@ -32,27 +32,42 @@ public struct QueueBenchmark: Sendable {
             let direct = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-bench-worker")
             let statistics = StatementStatistics(client: client)
             let activity = TableActivity(client: client, table: "iap.job_queue")
-            var rounds: [(drain: Double, lean: Double)] = []
+            let server = await DatabaseServerCPU.locate(client)
+            var rounds: [(drain: Double, lean: Double, drainCPU: CPUPerJob, leanCPU: CPUPerJob)] = []
             var cost = TableActivity.Delta()
             let counting = await statistics.reset() // the drains' statements, every round (the lean ones are labelled apart)
             for round in 0..<context.number("rounds", default: 3) {
                 if round > 0 { _ = try await enqueue(client, count: jobs, tag: "a\(round)") }
                 let before = try await activity.read()
-                let drain = try await drainInProcess(client, worker: direct, listenURL: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
-                try await Task.sleep(for: .milliseconds(1_100)) // the workers' sessions are closed; let their counters land
+                let (drain, drainCPU) = try await CPUPerJob.measure(jobs: jobs, server: server) {
+                    let drain = try await drainInProcess(client, worker: direct, listenURL: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
+                    try await Task.sleep(for: .milliseconds(1_100)) // the workers' sessions are closed; let their counters land
+                    return drain
+                }
                 cost.add(before, try await activity.read())
                 // The drain's dead row versions vacuumed now, outside both timings: left to autovacuum,
                 // its worker ran during whichever phase came next, the lean ceiling or the next drain.
                 _ = try await client.query("VACUUM iap.job_queue, iap.job_requests")
-                let lean = try await LeanQueueCeiling(client: client, batch: claimBatch).measure(jobs: jobs)
-                rounds.append((drain, lean))
-                BenchReport.line("queue", "round", ["round": "\(round + 1)", "drain_jobs_per_s": BenchReport.figure(drain),
-                                 "lean_ceiling_jobs_per_s": BenchReport.figure(lean), "drain_to_lean_ceiling_ratio": String(format: "%.2f", drain / lean)])
+                let (lean, leanCPU) = try await LeanQueueCeiling(client: client, batch: claimBatch, server: server).measureWithCPU(jobs: jobs)
+                rounds.append((drain, lean, drainCPU, leanCPU))
+                BenchReport.line("queue", "round", [("round", "\(round + 1)"), ("drain_jobs_per_s", BenchReport.figure(drain)),
+                                 ("lean_ceiling_jobs_per_s", BenchReport.figure(lean)), ("drain_to_lean_ceiling_ratio", String(format: "%.2f", drain / lean))]
+                                 + cpuFields(drain: drainCPU, lean: leanCPU))
             }
             let drain = BenchReport.median(rounds.map(\.drain))
             let lean = BenchReport.median(rounds.map(\.lean))
             BenchReport.line("queue", "drain", ["drain_jobs_per_s": BenchReport.figure(drain), "processes": "1", "concurrency": "\(concurrency)",
                              "claim_batch": "\(claimBatch)", "rounds": "\(rounds.count)", "peak_rss_mb": BenchReport.figure(ResourceUsage.peakRSSMiB())])
+            // Ours and the lean table's cost in database CPU alone, the bound of a fleet whose workers run
+            // on other machines (here they share the database's two cores).
+            let databaseRatios = rounds.compactMap { round in round.leanCPU.database.flatMap { lean in round.drainCPU.database.map { lean / $0 } } }
+            if !databaseRatios.isEmpty {
+                BenchReport.line("queue", "database_cpu", [
+                    ("drain_db_cpu_us_per_job", BenchReport.figure(BenchReport.median(rounds.compactMap(\.drainCPU.database)))),
+                    ("lean_db_cpu_us_per_job", BenchReport.figure(BenchReport.median(rounds.compactMap(\.leanCPU.database)))),
+                    ("lean_to_drain_db_cpu_ratio", String(format: "%.2f", BenchReport.median(databaseRatios))),
+                    ("worker_cpu_us_per_job", BenchReport.figure(BenchReport.median(rounds.map(\.drainCPU.process))))])
+            }
             BenchReport.line("queue", "drain_cost", cost.fields(jobs: jobs * rounds.count)
                              + (counting ? await statementCost(statistics, claim: "claim", completion: "completion")
                                          : [("statement_times", "unavailable (pg_stat_statements not loaded)")]))
@@ -110,6 +125,16 @@ public struct QueueBenchmark: Sendable {
     }
 
 
+
+    /// A round's CPU per job: the worker's (this process) and the lean ceiling's client's, and the
+    /// database server's for each when it runs on this machine.
+    private func cpuFields(drain: CPUPerJob, lean: CPUPerJob) -> [(String, String)] {
+        var fields = [("worker_cpu_us_per_job", BenchReport.figure(drain.process)), ("lean_client_cpu_us_per_job", BenchReport.figure(lean.process))]
+        if let drainDatabase = drain.database, let leanDatabase = lean.database {
+            fields += [("drain_db_cpu_us_per_job", BenchReport.figure(drainDatabase)), ("lean_db_cpu_us_per_job", BenchReport.figure(leanDatabase))]
+        }
+        return fields
+    }
 
     /// Server time per job of a phase's claim and completion statements (empty without pg_stat_statements).
     private func statementCost(_ statistics: StatementStatistics, claim: String, completion: String) async -> [(String, String)] {

@@ -12,27 +12,7 @@ public enum ResourceUsage {
 
     /// User + system CPU seconds used so far by another process (0 when it is gone).
     public static func cpuSeconds(pid: pid_t) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return 0 }
-        // Fields after "(comm)": state is the 3rd field of the line; utime and stime the 14th and 15th.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
-    /// CPU seconds of a process and its children as they run now (a PostgreSQL server: the
-    /// postmaster and every backend and worker it started).
-    public static func cpuSeconds(processTree root: pid_t) -> Double {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        var total = cpuSeconds(pid: root)
-        for entry in entries {
-            guard let pid = pid_t(entry), pid != root,
-                  let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { continue }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 1, pid_t(fields[1]) == root { total += cpuSeconds(pid: pid) }
-        }
-        return total
+        ProcessStat.ticks(pid, including: [11, 12]) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// User + system CPU seconds used by this process so far.
