@@ -97,33 +97,46 @@ public final class SocketHTTPTransport: HTTPTransport {
 
     /// The request line and headers; the body goes out from the caller's own buffer after them.
     static func serializeHead(_ request: HTTPClientRequest, host: String, port: Int, defaultPort: Int = 80) throws -> [UInt8] {
-        let components = URLComponents(url: request.url, resolvingAgainstBaseURL: false)
-        var target = components?.percentEncodedPath ?? "/"
-        if target.isEmpty { target = "/" }
-        if let query = components?.percentEncodedQuery { target += "?" + query }
         guard request.method.utf8.allSatisfy(HTTPHead.isTokenChar), !request.method.isEmpty else {
             throw HTTPClientError.invalidRequest("invalid method")
         }
-        var text = "\(request.method) \(target) HTTP/1.1\r\n"
+        // Written as bytes, the target read off the URL's own parse: every Apple call pays this, and
+        // a URLComponents parse and string concatenations were most of it.
+        var head: [UInt8] = []
+        head.reserveCapacity(256)
+        func add(_ text: String) { head.append(contentsOf: text.utf8) }
+        add(request.method)
+        head.append(UInt8(ascii: " "))
+        let path = request.url.path(percentEncoded: true)
+        add(path.isEmpty ? "/" : path)
+        if let query = request.url.query(percentEncoded: true) {
+            head.append(UInt8(ascii: "?"))
+            add(query)
+        }
+        add(" HTTP/1.1\r\n")
         if request.header("Host") == nil {
-            let h = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-            text += port == defaultPort ? "Host: \(h)\r\n" : "Host: \(h):\(port)\r\n"
+            add("Host: ")
+            add(host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host)
+            if port != defaultPort { add(":\(port)") }
+            add("\r\n")
         }
         for (name, value) in request.headers {
             guard !name.isEmpty, name.utf8.allSatisfy(HTTPHead.isTokenChar),
                   !value.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) else {
                 throw HTTPClientError.invalidRequest("invalid header \(name)")
             }
-            switch name.lowercased() {
-            case "content-length", "transfer-encoding": continue  // framing is ours
-            default: text += "\(name): \(value)\r\n"
-            }
+            // Framing is ours.
+            if name.equalsIgnoringASCIICase("Content-Length") || name.equalsIgnoringASCIICase("Transfer-Encoding") { continue }
+            add(name)
+            add(": ")
+            add(value)
+            add("\r\n")
         }
-        if !request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method) {
-            text += "Content-Length: \(request.body.count)\r\n"
+        if !request.body.isEmpty || request.method == "POST" || request.method == "PUT" || request.method == "PATCH" {
+            add("Content-Length: \(request.body.count)\r\n")
         }
-        text += "\r\n"
-        return Array(text.utf8)
+        add("\r\n")
+        return head
     }
 
     /// Names are resolved off the cooperative pool and cached briefly so pooled requests do not

@@ -132,13 +132,13 @@ public struct AppleBenchmark: Sendable {
         try await Task.sleep(for: .milliseconds(500)) // the worker is up and listening before the burst
         let statistics = StatementStatistics(client: client)
         let counting = await statistics.reset()
+        let server = await DatabaseServerCPU.locate(client)
         // One statement enqueues them all: the worker sees none before it commits, so the clock
         // and the CPU counters start there (the web tier's enqueue is not the money path's cost).
         try await paid.enqueue(client)
         let started = ContinuousClock.now
         let enqueued = try await client.query("SELECT clock_timestamp()")[0].decode(Date.self, at: 0)
         let workerCPU = ResourceUsage.cpuSeconds(pid: worker)
-        let server = await DatabaseServerCPU.locate(client)
         let serverCPU = server?.seconds()
         var peakRSS = 0.0
         // Watched through apple-sim's own count until every receipt was asked about, then through

@@ -74,9 +74,11 @@ public struct QueueBenchmark: Sendable {
 
             _ = try await enqueue(client, count: jobs, tag: "b")
             _ = await statistics.reset()
-            let ceiling = try await rawSQLCeiling(client, jobs: jobs, batch: claimBatch)
+            // Our statements without the worker: what they cost the database when driven one lane after the other.
+            let (ceiling, ceilingCPU) = try await CPUPerJob.measure(jobs: jobs, server: server) { try await rawSQLCeiling(client, jobs: jobs, batch: claimBatch) }
             BenchReport.line("queue", "raw_sql", [("raw_sql_ceiling_jobs_per_s", BenchReport.figure(ceiling)), ("drain_to_ceiling_ratio", String(format: "%.2f", drain / ceiling))]
-                             + (await statementCost(statistics, claim: "claim", completion: "completion")))
+                             + (await statementCost(statistics, claim: "claim", completion: "completion"))
+                             + (ceilingCPU.database.map { [("raw_sql_db_cpu_us_per_job", BenchReport.figure($0))] } ?? []))
             _ = await statistics.reset()
             let leanOnce = try await LeanQueueCeiling(client: client, batch: claimBatch).measure(jobs: jobs)
             BenchReport.line("queue", "lean_ceiling", [("lean_ceiling_jobs_per_s", BenchReport.figure(lean)),
