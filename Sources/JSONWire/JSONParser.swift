@@ -91,11 +91,14 @@ private struct JSONParser {
 
     private mutating func object(depth: Int) throws(JSONParseError) -> JSONValue {
         try enter(depth)
-        var members: [String: JSONValue] = [:]
         if current == UInt8(ascii: "}") {
             index += 1
-            return .object(members)
+            return .object([:])
         }
+        // Gathered in order, then hashed into a table sized once: inserting one by one regrew and
+        // rehashed it at every power of two (an Apple transaction has some twenty members).
+        var members: [(String, JSONValue)] = []
+        members.reserveCapacity(16)
         repeat {
             skipWhitespace()
             guard current == UInt8(ascii: "\"") else { throw failure("expected a member name") }
@@ -103,9 +106,9 @@ private struct JSONParser {
             skipWhitespace()
             guard current == UInt8(ascii: ":") else { throw failure("expected ':'") }
             index += 1
-            members[key] = try value(depth: depth + 1)
+            members.append((key, try value(depth: depth + 1)))
         } while try another(before: UInt8(ascii: "}"))
-        return .object(members)
+        return .object(Dictionary(members, uniquingKeysWith: { _, last in last }))
     }
 
     private mutating func array(depth: Int) throws(JSONParseError) -> JSONValue {
