@@ -24,8 +24,8 @@ struct DatabaseServerCPU: Sendable {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         for entry in entries {
             guard let pid = pid_t(entry), pid != postmaster, let fields = ProcessStat.fields(pid),
-                  fields.count > 12, pid_t(fields[1]) == postmaster else { continue }
-            ticks += (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
+                  fields.count > 1, pid_t(fields[1]) == postmaster else { continue }
+            ticks += ProcessStat.ticks(fields, including: [11, 12])
         }
         return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
@@ -41,8 +41,12 @@ enum ProcessStat {
     }
 
     static func ticks(_ pid: pid_t, including indices: [Int]) -> Double {
-        guard let fields = fields(pid) else { return 0 }
-        return indices.reduce(0) { $0 + (fields.count > $1 ? Double(fields[$1]) ?? 0 : 0) }
+        fields(pid).map { ticks($0, including: indices) } ?? 0
+    }
+
+    /// The sum of the tick fields at `indices` of an already read line (a missing one counts 0).
+    static func ticks(_ fields: [Substring], including indices: [Int]) -> Double {
+        indices.reduce(0) { $0 + (fields.count > $1 ? Double(fields[$1]) ?? 0 : 0) }
     }
 }
 
