@@ -1,6 +1,7 @@
 import Foundation
 
-/// A job as claimed: everything a verifier needs, nothing it may change.
+/// A job as claimed: everything a verifier needs, nothing it may change. (Its age and sweeps
+/// stay in the database: no verifier reads them, and the claim no longer sends them.)
 ///
 /// Its fields live in one immutable object: a job is copied from its claim to its task, its
 /// result and its completion row, and a copy is one reference count, not one per string.
@@ -13,11 +14,8 @@ public struct ClaimedJob: Sendable, Equatable {
         let productID: String?
         let payload: String
         let attempts: Int
-        let createdAt: Date
-        let sweeps: Int
 
-        init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String,
-             attempts: Int, createdAt: Date, sweeps: Int) {
+        init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int) {
             self.id = id
             self.kind = kind
             self.userID = userID
@@ -25,8 +23,6 @@ public struct ClaimedJob: Sendable, Equatable {
             self.productID = productID
             self.payload = payload
             self.attempts = attempts
-            self.createdAt = createdAt
-            self.sweeps = sweeps
         }
     }
 
@@ -40,29 +36,22 @@ public struct ClaimedJob: Sendable, Equatable {
     public var payload: String { fields.payload }
     /// Attempts in this round, including the one now running.
     public var attempts: Int { fields.attempts }
-    public var createdAt: Date { fields.createdAt }
-    /// Rounds already re-queued by the timed_out sweep.
-    public var sweeps: Int { fields.sweeps }
 
-    public init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String,
-                attempts: Int, createdAt: Date, sweeps: Int) {
-        fields = Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload,
-                        attempts: attempts, createdAt: createdAt, sweeps: sweeps)
+    public init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int) {
+        fields = Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts)
     }
 
     public static func == (lhs: ClaimedJob, rhs: ClaimedJob) -> Bool {
         lhs.fields === rhs.fields
             || (lhs.id == rhs.id && lhs.kind == rhs.kind && lhs.userID == rhs.userID && lhs.orderID == rhs.orderID
-                && lhs.productID == rhs.productID && lhs.payload == rhs.payload && lhs.attempts == rhs.attempts
-                && lhs.createdAt == rhs.createdAt && lhs.sweeps == rhs.sweeps)
+                && lhs.productID == rhs.productID && lhs.payload == rhs.payload && lhs.attempts == rhs.attempts)
     }
 }
 
 extension ClaimedJob {
     /// The same job with its payload (read again after the claim left it out).
     func with(payload: String) -> ClaimedJob {
-        ClaimedJob(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload,
-                   attempts: attempts, createdAt: createdAt, sweeps: sweeps)
+        ClaimedJob(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts)
     }
 }
 

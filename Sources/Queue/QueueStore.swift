@@ -46,10 +46,10 @@ public struct QueueStore: Sendable {
             SET state = 'running', attempts = j.attempts + 1, leased_by = $2,
                 lease_expires_at = now() + make_interval(secs => $3)
             WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
-            RETURNING j.id, j.kind, j.attempts, j.created_at, j.sweeps
+            RETURNING j.id, j.kind, j.attempts
         )
         SELECT c.id, c.kind, r.user_id, r.order_id, r.product_id,
-               CASE WHEN c.id = ANY($4::bigint[]) THEN NULL ELSE r.payload END, c.attempts, c.created_at, c.sweeps
+               CASE WHEN c.id = ANY($4::bigint[]) THEN NULL ELSE r.payload END, c.attempts
         FROM claimed AS c JOIN iap.job_requests AS r ON r.id = c.id
         -- receipt-worker: claim
         """
@@ -78,8 +78,7 @@ public struct QueueStore: Sendable {
             let payload = try row.decode(String?.self, at: 5) ?? cache?.take(id)
             if payload == nil { missing.append(id) }
             jobs.append(ClaimedJob(id: id, kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
-                                   productID: try row.decode(at: 4), payload: payload ?? "", attempts: try row.decode(at: 6),
-                                   createdAt: try row.decode(at: 7), sweeps: try row.decode(at: 8)))
+                                   productID: try row.decode(at: 4), payload: payload ?? "", attempts: try row.decode(at: 6)))
         }
         if !missing.isEmpty {
             var payloads: [Int: String] = [:]
