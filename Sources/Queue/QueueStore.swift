@@ -144,10 +144,27 @@ public struct QueueStore: Sendable {
             leased_by = NULL,
             lease_expires_at = NULL
         WHERE j.id = ANY($1::bigint[]) AND j.leased_by = $9 AND j.lease_expires_at > now()
-        RETURNING j.id
+        RETURNING j.id, j.state, j.outcome, j.attempts
         """
 
-    static let completeSQL = completeUpdateSQL + "\n-- receipt-worker: completion"
+    /// The finished jobs written, counted per (state, outcome) into the log the console's
+    /// throughput charts read (migration 0028): one row per outcome per completion.
+    private static let finishesSQL = """
+        finishes AS (
+            INSERT INTO iap.job_finishes (state, outcome, jobs, retried)
+            SELECT state, outcome, count(*), count(*) FILTER (WHERE attempts > 1) FROM written
+            WHERE state IN ('done', 'failed', 'attention')
+            GROUP BY state, outcome
+        )
+        """
+
+    static let completeSQL = """
+        WITH written AS (
+        \(completeUpdateSQL)
+        ), \(finishesSQL)
+        SELECT id FROM written
+        -- receipt-worker: completion
+        """
 
     /// The completion that leaves its witness (migration 0016): the same UPDATE, and under the
     /// caller's token the ids of the batch it did not write (migration 0027: usually none; the
@@ -161,7 +178,7 @@ public struct QueueStore: Sendable {
             SELECT $10::uuid, CASE WHEN count(*) = cardinality($1::bigint[]) THEN '{}'::bigint[]
                                    ELSE ARRAY(SELECT unnest($1::bigint[]) EXCEPT SELECT id FROM written) END
             FROM written
-        )
+        ), \(finishesSQL)
         SELECT id FROM written
         -- receipt-worker: completion
         """

@@ -135,10 +135,15 @@ public struct JobRetention: MaintenanceTask {
         DELETE FROM iap.job_requests r USING gone WHERE r.id = gone.id
         """
 
+    /// The log of finished jobs (migration 0028) is read for the last day only: two are kept,
+    /// whatever the jobs' retention.
+    static let deleteFinishesSQL = "DELETE FROM iap.job_finishes WHERE finished_at < now() - interval '2 days'"
+
     /// Overlap-safe: a row deleted by the other leader is skipped after its lock is released.
     public func run(term: LeaderTerm) async throws {
         try term.check()
         let deleted = try await client.query(Self.deleteSQL, [retentionDays * 86_400]).affectedRows
         if deleted > 0 { logger.info("jobs_deleted", ["jobs": .int(deleted), "retention_days": .double(retentionDays)]) }
+        _ = try await client.query(Self.deleteFinishesSQL)
     }
 }

@@ -43,6 +43,14 @@ public struct ConsoleWorkload: Sendable {
         INSERT INTO iap.job_queue (id, kind, state, outcome, attempts, apple_status, last_error, transaction_ids, created_at, run_at, finished_at)
         SELECT id, kind, state, outcome, attempts, apple_status, last_error, transaction_ids, created_at, run_at, finished_at FROM source
         """
+    /// The log of finished jobs the overview's charts read (migration 0028), as completions of
+    /// 100 jobs would have written it (a busy worker's are larger, so fewer rows).
+    static let finishesSQL = """
+        INSERT INTO iap.job_finishes (finished_at, state, outcome, jobs, retried)
+        SELECT max(finished_at), state, outcome, count(*), count(*) FILTER (WHERE attempts > 1)
+        FROM iap.job_queue WHERE state IN ('done', 'failed', 'attention')
+        GROUP BY id / 100, state, outcome
+        """
     static let ordersSQL = """
         INSERT INTO iap.orders (order_id, user_id, product_id, status, created_at, credited_at, transaction_id)
         SELECT 'order-' || i, 'user-' || (i % $2::int), 'coins_100', CASE WHEN i % $3::int = 0 THEN 'credited' ELSE 'open' END,
@@ -67,11 +75,12 @@ public struct ConsoleWorkload: Sendable {
         let step = max(jobs / max(ledgerRows, 1), 1)
         _ = try await client.query(Self.jobsSQL, [jobs, users, step])
         _ = try await client.query("SELECT setval(pg_get_serial_sequence('iap.job_queue', 'id'), $1)", [jobs])
+        _ = try await client.query(Self.finishesSQL)
         _ = try await client.query(Self.ordersSQL, [jobs, users, step])
         _ = try await client.query(Self.creditsSQL, [jobs, users, step])
         _ = try await client.query(Self.alertsSQL, [jobs, users, alerts])
         try await ReconciliationWorkload().fill(client)
-        try await client.withConnection { try await $0.execute(script: "VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.orders, iap.credits, iap.alerts, iap.reconciliation_days, iap.reconciliation_checks") }
+        try await client.withConnection { try await $0.execute(script: "VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.job_finishes, iap.orders, iap.credits, iap.alerts, iap.reconciliation_days, iap.reconciliation_checks") }
     }
 
     /// A transaction id in the ledger, for the i-th sample.

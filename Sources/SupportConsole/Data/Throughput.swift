@@ -46,19 +46,14 @@ public struct ThroughputWindow: Sendable {
 struct ThroughputStore: Sendable {
     let client: PostgresClient
 
-    /// One branch per finished state, each on its own partial index (jobs_done, jobs_failed on
-    /// finished_at; jobs_attention, few rows), the way QueueStatistics counts states. The window
-    /// is bound like any value: sessions plan every run for its parameters (plan_cache_mode), so
-    /// the planner sees the window's width and reads only its end of the index.
+    /// From the log of finished jobs (migration 0028: a row per outcome per completion), not from
+    /// the jobs themselves: a day's chart is a day's completion batches, however many jobs they
+    /// finished. The window is bound like any value: sessions plan every run for its parameters
+    /// (plan_cache_mode), so the planner sees the window's width and reads only its end of the index.
     static let windowSQL = """
-        SELECT date_trunc($2, finished_at) AS bucket, outcome, count(*)::bigint, count(*) FILTER (WHERE attempts > 1)::bigint
-        FROM (
-            SELECT finished_at, outcome, attempts FROM iap.job_queue WHERE state = 'done' AND finished_at >= now() - $1::interval
-            UNION ALL
-            SELECT finished_at, outcome, attempts FROM iap.job_queue WHERE state = 'failed' AND finished_at >= now() - $1::interval
-            UNION ALL
-            SELECT finished_at, outcome, attempts FROM iap.job_queue WHERE state = 'attention' AND finished_at >= now() - $1::interval
-        ) AS finished
+        SELECT date_trunc($2, finished_at) AS bucket, outcome, sum(jobs)::bigint, sum(retried)::bigint
+        FROM iap.job_finishes
+        WHERE finished_at >= now() - $1::interval
         GROUP BY 1, 2 ORDER BY 1
         """
 
