@@ -1,5 +1,3 @@
-import Foundation
-
 /// A job as claimed: everything a verifier needs, nothing it may change. (Its age and sweeps
 /// stay in the database: no verifier reads them, and the claim no longer sends them.)
 ///
