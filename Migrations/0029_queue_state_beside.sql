@@ -1,0 +1,105 @@
+-- Issue 25, the queue's state beside the table (README, "what would make them so"), step 1 of 2:
+-- the side tables and the triggers that keep them in step with iap.job_queue, filled from it.
+-- Step 2 (0030) drops the partial state indexes once every reader goes through these, so that a
+-- claim and a `done` completion change no indexed column and are HOT.
+--
+--   iap.job_ready      the runnable jobs (queued, retrying) by run_at: what a claim takes (and deletes)
+--   iap.job_parked     the timed_out jobs by run_at: what the sweep re-queues
+--   iap.job_flagged    attention and failed jobs: the console's lists, the statistics, retention
+--   iap.job_leases     one row per claim: its worker, expiry and job ids: the rescuer's way in
+--
+-- A side row says where to look, the job row says what is true: every reader re-checks the job's
+-- state, so a side row left behind (a job moved by hand out of a state the triggers do not watch
+-- leaving) is skipped and removed, never acted on.
+CREATE TABLE IF NOT EXISTS iap.job_ready (
+    id     bigint PRIMARY KEY,
+    state  text NOT NULL CHECK (state IN ('queued', 'retrying')),
+    run_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS job_ready_due ON iap.job_ready (run_at, id);
+
+CREATE TABLE IF NOT EXISTS iap.job_parked (
+    id     bigint PRIMARY KEY,
+    run_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS job_parked_due ON iap.job_parked (run_at, id);
+
+CREATE TABLE IF NOT EXISTS iap.job_flagged (
+    id          bigint PRIMARY KEY,
+    state       text NOT NULL CHECK (state IN ('attention', 'failed')),
+    finished_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS job_flagged_by_state ON iap.job_flagged (state, id);
+CREATE INDEX IF NOT EXISTS job_flagged_failed_by_time ON iap.job_flagged (finished_at) WHERE state = 'failed';
+
+CREATE TABLE IF NOT EXISTS iap.job_leases (
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    leased_by  text NOT NULL,
+    expires_at timestamptz NOT NULL,
+    job_ids    bigint[] NOT NULL
+);
+ALTER TABLE iap.job_leases ALTER COLUMN job_ids SET STORAGE EXTERNAL; -- 8 KB per claim: not worth compressing
+CREATE INDEX IF NOT EXISTS job_leases_by_expiry ON iap.job_leases (expires_at);
+CREATE INDEX IF NOT EXISTS job_leases_by_holder ON iap.job_leases (leased_by);
+
+-- A job entering a state that has a side table gets its side row (and loses the others'). The
+-- claim (to running) and a completion to `done` never fire it: the WHEN is evaluated per row
+-- without a function call, so the hot path pays nothing.
+CREATE OR REPLACE FUNCTION iap.job_state_entered() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.state IN ('queued', 'retrying') THEN
+        INSERT INTO iap.job_ready (id, state, run_at) VALUES (NEW.id, NEW.state, NEW.run_at)
+        ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, run_at = EXCLUDED.run_at;
+    ELSIF NEW.state = 'timed_out' THEN
+        INSERT INTO iap.job_parked (id, run_at) VALUES (NEW.id, NEW.run_at)
+        ON CONFLICT (id) DO UPDATE SET run_at = EXCLUDED.run_at;
+    ELSE
+        INSERT INTO iap.job_flagged (id, state, finished_at) VALUES (NEW.id, NEW.state, coalesce(NEW.finished_at, now()))
+        ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, finished_at = EXCLUDED.finished_at;
+    END IF;
+    IF TG_OP = 'UPDATE' THEN
+        IF NEW.state NOT IN ('queued', 'retrying') THEN DELETE FROM iap.job_ready WHERE id = NEW.id; END IF;
+        IF NEW.state <> 'timed_out' THEN DELETE FROM iap.job_parked WHERE id = NEW.id; END IF;
+        IF NEW.state NOT IN ('attention', 'failed') THEN DELETE FROM iap.job_flagged WHERE id = NEW.id; END IF;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS job_inserted ON iap.job_queue;
+CREATE TRIGGER job_inserted AFTER INSERT ON iap.job_queue FOR EACH ROW
+    WHEN (NEW.state IN ('queued', 'retrying', 'timed_out', 'attention', 'failed'))
+    EXECUTE FUNCTION iap.job_state_entered();
+DROP TRIGGER IF EXISTS job_state_entered ON iap.job_queue;
+CREATE TRIGGER job_state_entered AFTER UPDATE OF state, run_at ON iap.job_queue FOR EACH ROW
+    WHEN (NEW.state IN ('queued', 'retrying', 'timed_out', 'attention', 'failed')
+          AND (NEW.state IS DISTINCT FROM OLD.state OR NEW.run_at IS DISTINCT FROM OLD.run_at))
+    EXECUTE FUNCTION iap.job_state_entered();
+
+-- A deleted job takes its side rows with it (retention, the view's DELETE, your own).
+CREATE OR REPLACE FUNCTION iap.jobs_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM iap.job_ready r USING old_rows o WHERE r.id = o.id;
+    DELETE FROM iap.job_parked p USING old_rows o WHERE p.id = o.id;
+    DELETE FROM iap.job_flagged f USING old_rows o WHERE f.id = o.id;
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS jobs_deleted ON iap.job_queue;
+CREATE TRIGGER jobs_deleted AFTER DELETE ON iap.job_queue REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION iap.jobs_deleted();
+
+-- What the table holds now (each branch reads its state's partial index).
+INSERT INTO iap.job_ready (id, state, run_at)
+SELECT id, state, run_at FROM iap.job_queue WHERE state IN ('queued', 'retrying') ON CONFLICT (id) DO NOTHING;
+INSERT INTO iap.job_parked (id, run_at)
+SELECT id, run_at FROM iap.job_queue WHERE state = 'timed_out' ON CONFLICT (id) DO NOTHING;
+INSERT INTO iap.job_flagged (id, state, finished_at)
+SELECT id, state, coalesce(finished_at, created_at) FROM iap.job_queue WHERE state = 'attention' ON CONFLICT (id) DO NOTHING;
+INSERT INTO iap.job_flagged (id, state, finished_at)
+SELECT id, state, coalesce(finished_at, created_at) FROM iap.job_queue WHERE state = 'failed' ON CONFLICT (id) DO NOTHING;
+-- The running jobs' leases, one row per worker and expiry (workers of the previous build write
+-- none for their later claims: the rescuer also looks for running jobs without one, slowly).
+INSERT INTO iap.job_leases (leased_by, expires_at, job_ids)
+SELECT leased_by, lease_expires_at, array_agg(id) FROM iap.job_queue WHERE state = 'running'
+GROUP BY leased_by, lease_expires_at;
