@@ -89,6 +89,48 @@ DROP TRIGGER IF EXISTS jobs_deleted ON iap.job_queue;
 CREATE TRIGGER jobs_deleted AFTER DELETE ON iap.job_queue REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION iap.jobs_deleted();
 
+-- A job leased through the iap.jobs view (workers built before 0024, your own SQL) gets its
+-- lease row there, so the rescuer finds it without reading the table.
+CREATE OR REPLACE FUNCTION iap.jobs_view_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.dedup_key := coalesce(NEW.dedup_key, iap.job_dedup_key(NEW.kind, NEW.user_id, NEW.order_id, NEW.payload));
+    INSERT INTO iap.job_requests (id, kind, user_id, order_id, product_id, payload, dedup_key, created_at)
+    VALUES (NEW.id, NEW.kind, NEW.user_id, NEW.order_id, NEW.product_id, NEW.payload, NEW.dedup_key, NEW.created_at);
+    INSERT INTO iap.job_queue (id, kind, state, outcome, attempts, run_at, leased_by, lease_expires_at, apple_status,
+                               last_error, transaction_ids, sweeps, created_at, finished_at)
+    VALUES (NEW.id, NEW.kind, NEW.state, NEW.outcome, NEW.attempts, NEW.run_at, NEW.leased_by, NEW.lease_expires_at,
+            NEW.apple_status, NEW.last_error, NEW.transaction_ids, NEW.sweeps, NEW.created_at, NEW.finished_at);
+    IF NEW.state = 'running' THEN
+        INSERT INTO iap.job_leases (leased_by, expires_at, job_ids) VALUES (NEW.leased_by, NEW.lease_expires_at, ARRAY[NEW.id]);
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION iap.jobs_view_update() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE iap.job_queue SET id = NEW.id, kind = NEW.kind, state = NEW.state, outcome = NEW.outcome,
+        attempts = NEW.attempts, run_at = NEW.run_at, leased_by = NEW.leased_by,
+        lease_expires_at = NEW.lease_expires_at, apple_status = NEW.apple_status, last_error = NEW.last_error,
+        transaction_ids = NEW.transaction_ids, sweeps = NEW.sweeps, created_at = NEW.created_at,
+        finished_at = NEW.finished_at
+    WHERE id = OLD.id;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF NEW.state = 'running' AND (OLD.state IS DISTINCT FROM 'running' OR NEW.lease_expires_at IS DISTINCT FROM OLD.lease_expires_at) THEN
+        INSERT INTO iap.job_leases (leased_by, expires_at, job_ids) VALUES (NEW.leased_by, NEW.lease_expires_at, ARRAY[NEW.id]);
+    END IF;
+    IF (NEW.id, NEW.kind, NEW.user_id, NEW.order_id, NEW.product_id, NEW.payload, NEW.dedup_key, NEW.created_at)
+       IS DISTINCT FROM (OLD.id, OLD.kind, OLD.user_id, OLD.order_id, OLD.product_id, OLD.payload, OLD.dedup_key, OLD.created_at) THEN
+        UPDATE iap.job_requests SET id = NEW.id, kind = NEW.kind, user_id = NEW.user_id, order_id = NEW.order_id,
+            product_id = NEW.product_id, payload = NEW.payload, dedup_key = NEW.dedup_key, created_at = NEW.created_at
+        WHERE id = OLD.id;
+    END IF;
+    RETURN NEW;
+END
+$$;
+
 -- What the table holds now (each branch reads its state's partial index).
 INSERT INTO iap.job_ready (id, state, run_at)
 SELECT id, state, run_at FROM iap.job_queue WHERE state IN ('queued', 'retrying') ON CONFLICT (id) DO NOTHING;

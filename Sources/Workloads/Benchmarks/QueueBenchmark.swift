@@ -21,7 +21,7 @@ public struct QueueBenchmark: Sendable {
         return try await context.withDatabase { url, cluster in
             let client = PostgresClient(conninfo: url, maxConnections: 6, applicationName: "receipt-worker-bench")
             try await context.migrate(client)
-            _ = try await client.query("TRUNCATE iap.job_queue, iap.job_requests")
+            _ = try await client.query("TRUNCATE iap.job_queue, iap.job_requests, iap.job_ready, iap.job_parked, iap.job_flagged, iap.job_leases")
             BenchReport.line("queue", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)", "cores": "\(ProcessInfo.processInfo.activeProcessorCount)"])
 
             let enqueueRate = try await enqueue(client, count: jobs, tag: "a")
