@@ -17,6 +17,12 @@ CREATE TABLE IF NOT EXISTS iap.job_ready (
     run_at timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS job_ready_due ON iap.job_ready (run_at, id);
+-- Every claim deletes from it: vacuumed and analysed after every few thousand changes, or the
+-- dead entries at the head of job_ready_due and statistics saying "empty" after a quiet spell
+-- make a claim read and sort the whole set (measured: 278 µs per job instead of ~15).
+ALTER TABLE iap.job_ready SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 2000,
+                               autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 2000,
+                               autovacuum_vacuum_cost_delay = 0);
 
 CREATE TABLE IF NOT EXISTS iap.job_parked (
     id     bigint PRIMARY KEY,
@@ -41,6 +47,8 @@ CREATE TABLE IF NOT EXISTS iap.job_leases (
 ALTER TABLE iap.job_leases ALTER COLUMN job_ids SET STORAGE EXTERNAL; -- 8 KB per claim: not worth compressing
 CREATE INDEX IF NOT EXISTS job_leases_by_expiry ON iap.job_leases (expires_at);
 CREATE INDEX IF NOT EXISTS job_leases_by_holder ON iap.job_leases (leased_by);
+ALTER TABLE iap.job_leases SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 200,
+                                autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 200);
 
 -- A job entering a state that has a side table gets its side row (and loses the others'). The
 -- claim (to running) and a completion to `done` never fire it: the WHEN is evaluated per row
@@ -57,19 +65,32 @@ BEGIN
         INSERT INTO iap.job_flagged (id, state, finished_at) VALUES (NEW.id, NEW.state, coalesce(NEW.finished_at, now()))
         ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, finished_at = EXCLUDED.finished_at;
     END IF;
-    IF TG_OP = 'UPDATE' THEN
-        IF NEW.state NOT IN ('queued', 'retrying') THEN DELETE FROM iap.job_ready WHERE id = NEW.id; END IF;
-        IF NEW.state <> 'timed_out' THEN DELETE FROM iap.job_parked WHERE id = NEW.id; END IF;
-        IF NEW.state NOT IN ('attention', 'failed') THEN DELETE FROM iap.job_flagged WHERE id = NEW.id; END IF;
-    END IF;
+    IF NEW.state NOT IN ('queued', 'retrying') THEN DELETE FROM iap.job_ready WHERE id = NEW.id; END IF;
+    IF NEW.state <> 'timed_out' THEN DELETE FROM iap.job_parked WHERE id = NEW.id; END IF;
+    IF NEW.state NOT IN ('attention', 'failed') THEN DELETE FROM iap.job_flagged WHERE id = NEW.id; END IF;
     RETURN NULL;
 END
 $$;
 
-DROP TRIGGER IF EXISTS job_inserted ON iap.job_queue;
-CREATE TRIGGER job_inserted AFTER INSERT ON iap.job_queue FOR EACH ROW
-    WHEN (NEW.state IN ('queued', 'retrying', 'timed_out', 'attention', 'failed'))
-    EXECUTE FUNCTION iap.job_state_entered();
+-- New jobs by statement, set-based: a bulk load of 100,000 is three INSERT … SELECT, not
+-- 100,000 function calls.
+CREATE OR REPLACE FUNCTION iap.jobs_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO iap.job_ready (id, state, run_at)
+    SELECT id, state, run_at FROM new_rows WHERE state IN ('queued', 'retrying')
+    ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, run_at = EXCLUDED.run_at;
+    INSERT INTO iap.job_parked (id, run_at)
+    SELECT id, run_at FROM new_rows WHERE state = 'timed_out'
+    ON CONFLICT (id) DO UPDATE SET run_at = EXCLUDED.run_at;
+    INSERT INTO iap.job_flagged (id, state, finished_at)
+    SELECT id, state, coalesce(finished_at, now()) FROM new_rows WHERE state IN ('attention', 'failed')
+    ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, finished_at = EXCLUDED.finished_at;
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS jobs_inserted ON iap.job_queue;
+CREATE TRIGGER jobs_inserted AFTER INSERT ON iap.job_queue REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION iap.jobs_inserted();
 DROP TRIGGER IF EXISTS job_state_entered ON iap.job_queue;
 CREATE TRIGGER job_state_entered AFTER UPDATE OF state, run_at ON iap.job_queue FOR EACH ROW
     WHEN (NEW.state IN ('queued', 'retrying', 'timed_out', 'attention', 'failed')

@@ -378,8 +378,15 @@ public struct QueueStore: Sendable {
         try await client.query(Self.rescueOrphansSQL, [maxAttempts]).map { (try $0.decode(Int.self, at: 0), try $0.decode(String.self, at: 1)) }
     }
 
-    /// Lease rows of claims whose jobs this worker has all let go (written, released, fenced).
-    static let dropLeasesSQL = "DELETE FROM iap.job_leases WHERE id = ANY($1::bigint[])"
+    /// Lease rows of claims whose jobs this worker has all let go (written, released, fenced),
+    /// each deleted only if none of its jobs still runs on it: after a failover to a standby that
+    /// lost the last commits, a completion the worker saw commit may be gone, and its jobs must
+    /// stay findable by the rescuer.
+    static let dropLeasesSQL = """
+        DELETE FROM iap.job_leases AS l WHERE l.id = ANY($1::bigint[]) AND NOT EXISTS (
+            SELECT 1 FROM iap.job_queue AS j
+            WHERE j.id = ANY(l.job_ids) AND j.state = 'running' AND j.leased_by = l.leased_by AND j.lease_expires_at = l.expires_at)
+        """
 
     func dropLeasesStatement(_ ids: [Int]) -> PostgresStatement? {
         ids.isEmpty ? nil : PostgresStatement(Self.dropLeasesSQL, [ids])
