@@ -16,26 +16,25 @@ public enum QueueStatistics {
     /// Finished jobs are counted exactly up to this many per state, then estimated.
     public static let exactFinishedLimit = 100_000
 
-    /// One branch per state, each through the side table that holds it (migration 0029) and
-    /// checked against the job itself: the live states are small and counted; done (no side
-    /// table: the bulk of the table) and failed are counted up to the limit ($1) and come with
-    /// a row estimate for when they reach it.
+    /// One branch per state, each from the side table that holds it (migration 0029: kept in
+    /// the job's own transaction by the table's triggers, so counted as they are; a running job
+    /// is checked against its lease, as a claim's lease row outlives its finished jobs); done
+    /// (no side table: the bulk of the table) and failed are counted up to the limit ($1) and
+    /// come with a row estimate for when they reach it.
     static let snapshotSQL = """
-        SELECT 'queued', count(*)::bigint, coalesce(extract(epoch FROM now() - min(j.created_at)), 0)::float8, 0::float8
-            FROM iap.job_queue j WHERE j.id = ANY(ARRAY(SELECT id FROM iap.job_ready WHERE state = 'queued')) AND j.state = 'queued'
-        UNION ALL SELECT 'retrying', count(*)::bigint, 0, 0
-            FROM iap.job_queue j WHERE j.id = ANY(ARRAY(SELECT id FROM iap.job_ready WHERE state = 'retrying')) AND j.state = 'retrying'
+        SELECT 'queued', count(*)::bigint,
+               coalesce(extract(epoch FROM now() - (SELECT created_at FROM iap.job_queue
+                                                    WHERE id = (SELECT min(id) FROM iap.job_ready WHERE state = 'queued'))), 0)::float8, 0::float8
+            FROM iap.job_ready WHERE state = 'queued'
+        UNION ALL SELECT 'retrying', count(*)::bigint, 0, 0 FROM iap.job_ready WHERE state = 'retrying'
         UNION ALL SELECT 'running', count(*)::bigint, 0, 0 FROM iap.job_queue
             WHERE id = ANY(ARRAY(SELECT unnest(job_ids) FROM iap.job_leases)) AND state = 'running'
-        UNION ALL SELECT 'timed_out', count(*)::bigint, 0, 0
-            FROM iap.job_queue j WHERE j.id = ANY(ARRAY(SELECT id FROM iap.job_parked)) AND j.state = 'timed_out'
-        UNION ALL SELECT 'attention', count(*)::bigint, 0, 0
-            FROM iap.job_queue j WHERE j.id = ANY(ARRAY(SELECT id FROM iap.job_flagged WHERE state = 'attention')) AND j.state = 'attention'
+        UNION ALL SELECT 'timed_out', count(*)::bigint, 0, 0 FROM iap.job_parked
+        UNION ALL SELECT 'attention', count(*)::bigint, 0, 0 FROM iap.job_flagged WHERE state = 'attention'
         UNION ALL SELECT 'done', count(*)::bigint, 0, (SELECT reltuples FROM pg_class WHERE oid = 'iap.job_queue'::regclass)::float8
             FROM (SELECT 1 FROM iap.job_queue WHERE state = 'done' LIMIT $1) AS capped
         UNION ALL SELECT 'failed', count(*)::bigint, 0, (SELECT reltuples FROM pg_class WHERE oid = 'iap.job_flagged'::regclass)::float8
-            FROM (SELECT 1 FROM iap.job_queue j
-                  WHERE j.id = ANY(ARRAY(SELECT id FROM iap.job_flagged WHERE state = 'failed' LIMIT $1)) AND j.state = 'failed') AS capped
+            FROM (SELECT 1 FROM iap.job_flagged WHERE state = 'failed' LIMIT $1) AS capped
         """
 
     public static func snapshot(_ client: PostgresClient, exactFinishedLimit: Int = exactFinishedLimit) async throws -> QueueSnapshot {
