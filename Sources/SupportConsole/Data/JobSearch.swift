@@ -67,9 +67,13 @@ public struct JobSearch: Sendable {
             guard let value else { continue }
             binds.append(value)
             conditions.append("\(column) = $\(binds.count)")
-            // A state with a side table (migration 0029) is found through it, newest id first.
+            // A state with a side table (migration 0029) is found through it, newest id first: its
+            // ids as one array (an `IN (subquery)` was walked job by job from the newest), only the
+            // page's worth of them when nothing else narrows the search.
             if column == "state", let side = Self.sideTable[value] {
-                conditions.append("id IN (SELECT id FROM \(side) WHERE state = $\(binds.count))")
+                let alone = criteria.text == nil && criteria.outcome == nil && criteria.kind == nil
+                conditions.append("id = ANY(ARRAY(SELECT id FROM \(side) WHERE state = $\(binds.count) AND id < $1 ORDER BY id DESC"
+                                  + (alone ? " LIMIT \(pageSize + 1)))" : "))"))
             }
         }
         binds.append(pageSize + 1)
