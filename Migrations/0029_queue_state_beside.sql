@@ -142,6 +142,13 @@ BEGIN
     IF NEW.state = 'running' AND (OLD.state IS DISTINCT FROM 'running' OR NEW.lease_expires_at IS DISTINCT FROM OLD.lease_expires_at) THEN
         INSERT INTO iap.job_leases (leased_by, expires_at, job_ids) VALUES (NEW.leased_by, NEW.lease_expires_at, ARRAY[NEW.id]);
     END IF;
+    -- A state left by hand leaves no side row behind (the worker's own moves out of a side
+    -- table delete the row themselves: the claim, the sweep).
+    IF NEW.state IS DISTINCT FROM OLD.state THEN
+        IF NEW.state NOT IN ('queued', 'retrying') THEN DELETE FROM iap.job_ready WHERE id = NEW.id; END IF;
+        IF NEW.state <> 'timed_out' THEN DELETE FROM iap.job_parked WHERE id = NEW.id; END IF;
+        IF NEW.state NOT IN ('attention', 'failed') THEN DELETE FROM iap.job_flagged WHERE id = NEW.id; END IF;
+    END IF;
     IF (NEW.id, NEW.kind, NEW.user_id, NEW.order_id, NEW.product_id, NEW.payload, NEW.dedup_key, NEW.created_at)
        IS DISTINCT FROM (OLD.id, OLD.kind, OLD.user_id, OLD.order_id, OLD.product_id, OLD.payload, OLD.dedup_key, OLD.created_at) THEN
         UPDATE iap.job_requests SET id = NEW.id, kind = NEW.kind, user_id = NEW.user_id, order_id = NEW.order_id,
