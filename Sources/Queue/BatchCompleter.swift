@@ -233,7 +233,7 @@ final class BatchCompleter: Sendable {
                 // claims let go of entirely (lost if this rolls back: the rescuer deletes them when
                 // they expire) and COMMIT: one round trip.
                 let completion = store.completionStatement(rows, workerID: configuration.workerID, witness: witness)
-                let drops = store.dropLeasesStatement(held.takeDroppableLeases())
+                let drops = store.dropLeasesStatement(held.takeDroppableLeases(sessionsOpened: store.client.sessionsOpened))
                 let results: [PostgresRows]
                 do {
                     results = try await connection.commit(after: writes + [completion, drops].compactMap { $0 })

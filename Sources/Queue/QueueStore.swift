@@ -378,23 +378,28 @@ public struct QueueStore: Sendable {
         try await client.query(Self.rescueOrphansSQL, [maxAttempts]).map { (try $0.decode(Int.self, at: 0), try $0.decode(String.self, at: 1)) }
     }
 
-    /// Lease rows of claims whose jobs this worker has all let go (written, released, fenced),
-    /// each deleted only if none of its jobs still runs on it: after a failover to a standby that
-    /// lost the last commits, a completion the worker saw commit may be gone, and its jobs must
-    /// stay findable by the rescuer.
+    /// Lease rows of claims whose jobs this worker has all let go (written, released, fenced).
+    /// An `unsure` one (a session was opened since its claim) is deleted only if none of its jobs
+    /// still runs on it: after a failover to a standby that lost the last commits, a completion the
+    /// worker saw commit may be gone, and its jobs must stay findable by the rescuer. A `settled`
+    /// one is deleted as it is: its jobs were all written on sessions to the server it lives on.
     static let dropLeasesSQL = """
-        DELETE FROM iap.job_leases AS l WHERE l.id = ANY($1::bigint[]) AND NOT EXISTS (
-            SELECT 1 FROM iap.job_queue AS j
-            WHERE j.id = ANY(l.job_ids) AND j.state = 'running' AND j.leased_by = l.leased_by AND j.lease_expires_at = l.expires_at)
+        DELETE FROM iap.job_leases AS l
+        WHERE l.id = ANY($1::bigint[])
+           OR (l.id = ANY($2::bigint[]) AND NOT EXISTS (
+               SELECT 1 FROM iap.job_queue AS j
+               WHERE j.id = ANY(l.job_ids) AND j.state = 'running' AND j.leased_by = l.leased_by AND j.lease_expires_at = l.expires_at))
         """
 
-    func dropLeasesStatement(_ ids: [Int]) -> PostgresStatement? {
-        ids.isEmpty ? nil : PostgresStatement(Self.dropLeasesSQL, [ids])
+    func dropLeasesStatement(_ leases: DroppableLeases) -> PostgresStatement? {
+        leases.settled.isEmpty && leases.unsure.isEmpty ? nil : PostgresStatement(Self.dropLeasesSQL, [leases.settled, leases.unsure])
     }
 
-    func dropLeases(_ ids: [Int]) async throws {
-        guard !ids.isEmpty else { return }
-        _ = try await client.query(Self.dropLeasesSQL, [ids])
+    /// Outside a completion (at shutdown): each row re-read, as the session may be new.
+    func dropLeases(_ leases: DroppableLeases) async throws {
+        let all = leases.settled + leases.unsure
+        guard !all.isEmpty else { return }
+        _ = try await client.query(Self.dropLeasesSQL, [[Int](), all])
     }
 
     /// From the parked set (migration 0029); the job's own state is checked, as the claim does.
