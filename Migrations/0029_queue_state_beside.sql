@@ -1,7 +1,7 @@
--- Issue 25, the queue's state beside the table (README, "what would make them so"), step 1 of 2:
--- the side tables and the triggers that keep them in step with iap.job_queue, filled from it.
--- Step 2 (0030) drops the partial state indexes once every reader goes through these, so that a
--- claim and a `done` completion change no indexed column and are HOT.
+-- Issue 25, the queue's state beside the table (README, "The queue's state lives beside the
+-- table"), step 1 of 3: the side tables and the triggers that keep them in step with
+-- iap.job_queue. Step 2 (0030) fills them from the jobs already there; step 3 (0031) drops the
+-- partial state indexes, so that a claim and a `done` completion change no indexed column and are HOT.
 --
 --   iap.job_ready      the runnable jobs (queued, retrying) by run_at: what a claim takes (and deletes)
 --   iap.job_parked     the timed_out jobs by run_at: what the sweep re-queues
@@ -159,15 +159,9 @@ BEGIN
 END
 $$;
 
--- What the table holds now (each branch reads its state's partial index).
-INSERT INTO iap.job_ready (id, state, run_at)
-SELECT id, state, run_at FROM iap.job_queue WHERE state IN ('queued', 'retrying') ON CONFLICT (id) DO NOTHING;
-INSERT INTO iap.job_parked (id, run_at)
-SELECT id, run_at FROM iap.job_queue WHERE state = 'timed_out' ON CONFLICT (id) DO NOTHING;
-INSERT INTO iap.job_flagged (id, state, finished_at)
-SELECT id, state, coalesce(finished_at, created_at) FROM iap.job_queue WHERE state = 'attention' ON CONFLICT (id) DO NOTHING;
-INSERT INTO iap.job_flagged (id, state, finished_at)
-SELECT id, state, coalesce(finished_at, created_at) FROM iap.job_queue WHERE state = 'failed' ON CONFLICT (id) DO NOTHING;
+-- The jobs already queued, parked or flagged are filled in by 0030, in batches, outside this
+-- transaction: it holds the table's lock (taken by CREATE TRIGGER) only as long as the catalog
+-- changes and the lease rows of the running jobs, a set no larger than the fleet's slots.
 -- The running jobs' leases, one row per worker and expiry (workers of the previous build write
 -- none for their later claims: the rescuer also looks for running jobs without one, slowly).
 INSERT INTO iap.job_leases (leased_by, expires_at, job_ids)

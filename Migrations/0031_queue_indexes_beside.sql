@@ -1,5 +1,5 @@
 -- migrate: no-transaction
--- Issue 25, the queue's state beside the table, step 2 of 2: every reader goes through the side
+-- Issue 25, the queue's state beside the table, step 3 of 3: every reader goes through the side
 -- tables of 0029 now, so iap.job_queue keeps its primary key only. A claim then changes no
 -- indexed column and neither does a completion: both are HOT updates when the job's page has room
 -- for the new row version, which a fillfactor of 30 leaves (a claim of 1,000 takes whole pages at
