@@ -15,11 +15,18 @@ public final class PostgresClient: Sendable {
     public let maxConnections: Int
     private let state = Mutex(State())
     private let lostConnections = Atomic<Int>(0)
+    private let openedSessions = Atomic<Int>(0)
 
     /// How many connections were dropped because they broke (lost, timed out, or left a
     /// transaction broken). A change tells a caller the pool has reconnected since it last
     /// looked, e.g. the queue worker, which then hands back leases it may have orphaned.
     public var brokenConnectionCount: Int { lostConnections.load(ordering: .relaxed) }
+
+    /// How many sessions this pool has opened. Unchanged between two moments means every
+    /// statement in between ran on a session that already existed: on the same server as before,
+    /// so no commit acknowledged in between was lost to a failover (the queue worker then drops a
+    /// claim's lease row without re-reading its jobs).
+    public var sessionsOpened: Int { openedSessions.load(ordering: .sequentiallyConsistent) }
 
     public var conninfo: String { configuration.conninfo }
 
@@ -122,7 +129,9 @@ public final class PostgresClient: Sendable {
     /// Opens a connection for a slot already counted in `open`; frees the slot on failure.
     private func openCountedConnection() async throws -> PostgresConnection {
         do {
-            return try await PostgresConnection.connect(configuration)
+            let connection = try await PostgresConnection.connect(configuration)
+            openedSessions.add(1, ordering: .sequentiallyConsistent)
+            return connection
         } catch {
             releaseSlot()
             throw error

@@ -229,17 +229,21 @@ final class BatchCompleter: Sendable {
                 }
                 let rows = decided.map { completionRow(job: $0.item.job, outcome: $0.outcome) }
                 let items = decided.map(\.item)
-                // The settlement's writes, the jobs' completion (with its witness) and COMMIT: one round trip.
+                // The settlement's writes, the jobs' completion (with its witness), the lease rows of
+                // claims let go of entirely (lost if this rolls back: the rescuer deletes them when
+                // they expire) and COMMIT: one round trip.
                 let completion = store.completionStatement(rows, workerID: configuration.workerID, witness: witness)
+                let drops = store.dropLeasesStatement(held.takeDroppableLeases(sessionsOpened: store.client.sessionsOpened))
                 let results: [PostgresRows]
                 do {
-                    results = try await connection.commit(after: writes + [completion].compactMap { $0 })
+                    results = try await connection.commit(after: writes + [completion, drops].compactMap { $0 })
                 } catch let error as PostgresError where error.isConnectionLost && completion != nil {
                     throw AmbiguousCommit(rows: rows, items: items, fenced: fenced, underlying: error)
                 }
                 // The ids returned are the batch's own, each once: as many as rows means all of them.
                 var ids: Set<Int>? = []
-                if completion != nil, let returned = results.last {
+                if completion != nil, results.count > writes.count {
+                    let returned = results[writes.count]
                     ids = returned.count == rows.count ? nil : try QueueStore.writtenIDs(returned)
                 }
                 return WrittenBatch(rows: rows, items: items, ids: ids, fenced: fenced)

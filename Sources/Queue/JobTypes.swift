@@ -12,8 +12,10 @@ public struct ClaimedJob: Sendable, Equatable {
         let productID: String?
         let payload: String
         let attempts: Int
+        let leaseID: Int?
 
-        init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int) {
+        init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int,
+             leaseID: Int?) {
             self.id = id
             self.kind = kind
             self.userID = userID
@@ -21,6 +23,7 @@ public struct ClaimedJob: Sendable, Equatable {
             self.productID = productID
             self.payload = payload
             self.attempts = attempts
+            self.leaseID = leaseID
         }
     }
 
@@ -34,9 +37,17 @@ public struct ClaimedJob: Sendable, Equatable {
     public var payload: String { fields.payload }
     /// Attempts in this round, including the one now running.
     public var attempts: Int { fields.attempts }
+    /// The claim's row in iap.job_leases (migration 0029), deleted once the claim's jobs are all let go.
+    var leaseID: Int? { fields.leaseID }
 
     public init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int) {
-        fields = Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts)
+        fields = Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
+                        leaseID: nil)
+    }
+
+    init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int, leaseID: Int?) {
+        fields = Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
+                        leaseID: leaseID)
     }
 
     public static func == (lhs: ClaimedJob, rhs: ClaimedJob) -> Bool {
@@ -49,7 +60,8 @@ public struct ClaimedJob: Sendable, Equatable {
 extension ClaimedJob {
     /// The same job with its payload (read again after the claim left it out).
     func with(payload: String) -> ClaimedJob {
-        ClaimedJob(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts)
+        ClaimedJob(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
+                   leaseID: leaseID)
     }
 }
 

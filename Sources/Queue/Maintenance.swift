@@ -195,8 +195,24 @@ public struct LeaseRescuer: MaintenanceTask {
         self.logger = logger
     }
 
+    /// Running jobs no lease row names (claimed by a worker built before migration 0029) are
+    /// looked for this often: it reads the whole table.
+    static let orphanInterval: Duration = .seconds(600)
+    private final class LastSearch: Sendable { let at = Mutex<ContinuousClock.Instant?>(nil) }
+    private let lastOrphanSearch = LastSearch()
+
     public func run(term: LeaderTerm) async throws {
-        let rescued = try await store.rescueExpiredLeases(maxAttempts: maxAttempts)
+        var rescued = try await store.rescueExpiredLeases(maxAttempts: maxAttempts)
+        let now = ContinuousClock.now
+        let searchOrphans = lastOrphanSearch.at.withLock { last in
+            guard last.map({ now - $0 >= Self.orphanInterval }) ?? true else { return false }
+            last = now
+            return true
+        }
+        if searchOrphans {
+            try term.check()
+            rescued += try await store.rescueOrphanedLeases(maxAttempts: maxAttempts)
+        }
         for job in rescued { logger.warning("lease_expired", ["job_id": .int(job.id), "state": .string(job.state)]) }
         if !rescued.isEmpty { try await store.notifyWorkers() }
     }

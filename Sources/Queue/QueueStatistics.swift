@@ -16,20 +16,25 @@ public enum QueueStatistics {
     /// Finished jobs are counted exactly up to this many per state, then estimated.
     public static let exactFinishedLimit = 100_000
 
-    /// One branch per state, each `state = '…'` so that it reads only its own partial index:
-    /// the live states are small and counted; done and failed are counted up to the limit
-    /// ($1) and come with their index's row estimate for when they reach it.
+    /// One branch per state, each from the side table that holds it (migration 0029: kept in
+    /// the job's own transaction by the table's triggers, so counted as they are; a running job
+    /// is checked against its lease, as a claim's lease row outlives its finished jobs); done
+    /// (no side table: the bulk of the table) and failed are counted up to the limit ($1) and
+    /// come with a row estimate for when they reach it.
     static let snapshotSQL = """
-        SELECT 'queued', count(*)::bigint, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8, 0::float8
-            FROM iap.job_queue WHERE state = 'queued'
-        UNION ALL SELECT 'retrying', count(*)::bigint, 0, 0 FROM iap.job_queue WHERE state = 'retrying'
-        UNION ALL SELECT 'running', count(*)::bigint, 0, 0 FROM iap.job_queue WHERE state = 'running'
-        UNION ALL SELECT 'timed_out', count(*)::bigint, 0, 0 FROM iap.job_queue WHERE state = 'timed_out'
-        UNION ALL SELECT 'attention', count(*)::bigint, 0, 0 FROM iap.job_queue WHERE state = 'attention'
-        UNION ALL SELECT 'done', count(*)::bigint, 0, (SELECT reltuples FROM pg_class WHERE oid = 'iap.jobs_done'::regclass)::float8
+        SELECT 'queued', count(*)::bigint,
+               coalesce(extract(epoch FROM now() - (SELECT created_at FROM iap.job_queue
+                                                    WHERE id = (SELECT min(id) FROM iap.job_ready WHERE state = 'queued'))), 0)::float8, 0::float8
+            FROM iap.job_ready WHERE state = 'queued'
+        UNION ALL SELECT 'retrying', count(*)::bigint, 0, 0 FROM iap.job_ready WHERE state = 'retrying'
+        UNION ALL SELECT 'running', count(*)::bigint, 0, 0 FROM iap.job_queue
+            WHERE id = ANY(ARRAY(SELECT unnest(job_ids) FROM iap.job_leases)) AND state = 'running'
+        UNION ALL SELECT 'timed_out', count(*)::bigint, 0, 0 FROM iap.job_parked
+        UNION ALL SELECT 'attention', count(*)::bigint, 0, 0 FROM iap.job_flagged WHERE state = 'attention'
+        UNION ALL SELECT 'done', count(*)::bigint, 0, (SELECT reltuples FROM pg_class WHERE oid = 'iap.job_queue'::regclass)::float8
             FROM (SELECT 1 FROM iap.job_queue WHERE state = 'done' LIMIT $1) AS capped
-        UNION ALL SELECT 'failed', count(*)::bigint, 0, (SELECT reltuples FROM pg_class WHERE oid = 'iap.jobs_failed'::regclass)::float8
-            FROM (SELECT 1 FROM iap.job_queue WHERE state = 'failed' LIMIT $1) AS capped
+        UNION ALL SELECT 'failed', count(*)::bigint, 0, (SELECT reltuples FROM pg_class WHERE oid = 'iap.job_flagged'::regclass)::float8
+            FROM (SELECT 1 FROM iap.job_flagged WHERE state = 'failed' LIMIT $1) AS capped
         """
 
     public static func snapshot(_ client: PostgresClient, exactFinishedLimit: Int = exactFinishedLimit) async throws -> QueueSnapshot {
@@ -46,6 +51,11 @@ public enum QueueStatistics {
             }
             byState[state] = count
             if state == "queued" { oldest = try row.decode(Double.self, at: 2) }
+        }
+        // The done estimate is the table's: what the other states do not account for.
+        if estimated.contains("done") {
+            let others = byState.filter { $0.key != "done" }.values.reduce(0, +)
+            byState["done"] = max(exactFinishedLimit, (byState["done"] ?? 0) - others)
         }
         return QueueSnapshot(jobsByState: byState, estimatedStates: estimated, oldestQueuedAgeSeconds: oldest)
     }

@@ -34,22 +34,30 @@ public struct QueueStore: Sendable {
     /// the finished jobs kept). A job without its request row (hand-edited data: both are written
     /// in one transaction) is leased and not returned: the rescuer takes it back when the lease
     /// runs out, and stuck detection reports it once it is old.
+    ///
+    /// Since migration 0029 the claim takes its jobs out of the ready set (`iap.job_ready`), not
+    /// out of a partial index of the table, and records one lease row (`iap.job_leases`: its
+    /// ids and expiry, the rescuer's way in) whose id every returned row carries. A ready row
+    /// whose job is no longer runnable (moved by hand) is deleted and its job left alone.
     static let claimSQL = """
         WITH picked AS (
-            SELECT id FROM iap.job_queue
-            WHERE state IN ('queued', 'retrying') AND run_at <= now()
-            ORDER BY run_at, id
-            LIMIT $1
-            FOR UPDATE SKIP LOCKED
+            DELETE FROM iap.job_ready
+            WHERE id = ANY(ARRAY(SELECT id FROM iap.job_ready WHERE run_at <= now()
+                                 ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED))
+            RETURNING id
         ), claimed AS (
             UPDATE iap.job_queue AS j
             SET state = 'running', attempts = j.attempts + 1, leased_by = $2,
                 lease_expires_at = now() + make_interval(secs => $3)
-            WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
+            WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.state IN ('queued', 'retrying')
             RETURNING j.id, j.kind, j.attempts
+        ), leased AS (
+            INSERT INTO iap.job_leases (leased_by, expires_at, job_ids)
+            SELECT $2, now() + make_interval(secs => $3), array_agg(id) FROM claimed HAVING count(*) > 0
+            RETURNING id
         )
         SELECT c.id, c.kind, r.user_id, r.order_id, r.product_id,
-               CASE WHEN c.id = ANY($4::bigint[]) THEN NULL ELSE r.payload END, c.attempts
+               CASE WHEN c.id = ANY($4::bigint[]) THEN NULL ELSE r.payload END, c.attempts, (SELECT id FROM leased)
         FROM claimed AS c JOIN iap.job_requests AS r ON r.id = c.id
         -- receipt-worker: claim
         """
@@ -78,7 +86,8 @@ public struct QueueStore: Sendable {
             let payload = try row.decode(String?.self, at: 5) ?? cache?.take(id)
             if payload == nil { missing.append(id) }
             jobs.append(ClaimedJob(id: id, kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
-                                   productID: try row.decode(at: 4), payload: payload ?? "", attempts: try row.decode(at: 6)))
+                                   productID: try row.decode(at: 4), payload: payload ?? "", attempts: try row.decode(at: 6),
+                                   leaseID: try row.decode(at: 7)))
         }
         if !missing.isEmpty {
             var payloads: [Int: String] = [:]
@@ -302,10 +311,13 @@ public struct QueueStore: Sendable {
         return try await client.query(Self.releaseSQL, [ids, workerID]).affectedRows
     }
 
+    /// The worker's jobs are found through its lease rows (migration 0029), one per claim it has
+    /// not let go of entirely; a claim whose reply was lost committed its row too.
     static let handBackSQL = """
         UPDATE iap.job_queue SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
             leased_by = NULL, lease_expires_at = NULL
-        WHERE state = 'running' AND leased_by = $1 AND NOT (id = ANY($2::bigint[]))
+        WHERE id = ANY(ARRAY(SELECT unnest(job_ids) FROM iap.job_leases WHERE leased_by = $1))
+          AND state = 'running' AND leased_by = $1 AND NOT (id = ANY($2::bigint[]))
         RETURNING id
         """
 
@@ -327,33 +339,78 @@ public struct QueueStore: Sendable {
     }
 
     // Maintenance updates take their picked ids as one array, like the claim (see `claimSQL`).
+    /// Expired lease rows (migration 0029) are taken, with the jobs of theirs still running on
+    /// that lease: a job claimed again since holds a newer lease and a newer row.
     static let rescueSQL = """
         WITH expired AS (
-            SELECT id FROM iap.job_queue
-            WHERE state = 'running' AND lease_expires_at < now()
-            ORDER BY lease_expires_at
-            LIMIT $2
-            FOR UPDATE SKIP LOCKED
+            DELETE FROM iap.job_leases
+            WHERE id = ANY(ARRAY(SELECT id FROM iap.job_leases WHERE expires_at < now()
+                                 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))
+            RETURNING job_ids
         )
         UPDATE iap.job_queue AS j
         SET state = CASE WHEN j.attempts >= $1 THEN 'timed_out' ELSE 'queued' END,
             run_at = now(), leased_by = NULL, lease_expires_at = NULL,
             last_error = 'lease expired (worker ' || coalesce(j.leased_by, '?') || ' stopped answering)'
-        WHERE j.id = ANY(ARRAY(SELECT id FROM expired))
+        WHERE j.id = ANY(ARRAY(SELECT unnest(job_ids) FROM expired)) AND j.state = 'running' AND j.lease_expires_at < now()
         RETURNING j.id, j.state, j.attempts
         """
 
-    /// Jobs of crashed workers go back to the queue (or to timed_out after a full round).
-    public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 1_000) async throws -> [(id: Int, state: String)] {
+    /// Jobs of crashed workers go back to the queue (or to timed_out after a full round):
+    /// `limit` lease rows (claims) at a time.
+    public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 20) async throws -> [(id: Int, state: String)] {
         try await client.query(Self.rescueSQL, [maxAttempts, limit]).map { (try $0.decode(Int.self, at: 0), try $0.decode(String.self, at: 1)) }
     }
 
+    /// Running jobs whose lease ran out a minute ago and that no lease row names: claimed by a
+    /// worker built before migration 0029, or leased by hand. A sequential read of the table,
+    /// so the rescuer runs it rarely.
+    static let rescueOrphansSQL = """
+        UPDATE iap.job_queue AS j
+        SET state = CASE WHEN j.attempts >= $1 THEN 'timed_out' ELSE 'queued' END,
+            run_at = now(), leased_by = NULL, lease_expires_at = NULL,
+            last_error = 'lease expired (worker ' || coalesce(j.leased_by, '?') || ' stopped answering)'
+        WHERE j.state = 'running' AND j.lease_expires_at < now() - interval '1 minute'
+        RETURNING j.id, j.state, j.attempts
+        """
+
+    public func rescueOrphanedLeases(maxAttempts: Int) async throws -> [(id: Int, state: String)] {
+        try await client.query(Self.rescueOrphansSQL, [maxAttempts]).map { (try $0.decode(Int.self, at: 0), try $0.decode(String.self, at: 1)) }
+    }
+
+    /// Lease rows of claims whose jobs this worker has all let go (written, released, fenced).
+    /// An `unsure` one (a session was opened since its claim) is deleted only if none of its jobs
+    /// still runs on it: after a failover to a standby that lost the last commits, a completion the
+    /// worker saw commit may be gone, and its jobs must stay findable by the rescuer. A `settled`
+    /// one is deleted as it is: its jobs were all written on sessions to the server it lives on.
+    static let dropLeasesSQL = """
+        DELETE FROM iap.job_leases AS l
+        WHERE l.id = ANY($1::bigint[])
+           OR (l.id = ANY($2::bigint[]) AND NOT EXISTS (
+               SELECT 1 FROM iap.job_queue AS j
+               WHERE j.id = ANY(l.job_ids) AND j.state = 'running' AND j.leased_by = l.leased_by AND j.lease_expires_at = l.expires_at))
+        """
+
+    func dropLeasesStatement(_ leases: DroppableLeases) -> PostgresStatement? {
+        leases.settled.isEmpty && leases.unsure.isEmpty ? nil : PostgresStatement(Self.dropLeasesSQL, [leases.settled, leases.unsure])
+    }
+
+    /// Outside a completion (at shutdown): each row re-read, as the session may be new.
+    func dropLeases(_ leases: DroppableLeases) async throws {
+        let all = leases.settled + leases.unsure
+        guard !all.isEmpty else { return }
+        _ = try await client.query(Self.dropLeasesSQL, [[Int](), all])
+    }
+
+    /// From the parked set (migration 0029); the job's own state is checked, as the claim does.
     static let sweepSQL = """
         WITH due AS (
-            SELECT id FROM iap.job_queue WHERE state = 'timed_out' ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+            DELETE FROM iap.job_parked
+            WHERE id = ANY(ARRAY(SELECT id FROM iap.job_parked ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED))
+            RETURNING id
         )
         UPDATE iap.job_queue AS j SET state = 'queued', attempts = 0, sweeps = j.sweeps + 1, run_at = now()
-        WHERE j.id = ANY(ARRAY(SELECT id FROM due))
+        WHERE j.id = ANY(ARRAY(SELECT id FROM due)) AND j.state = 'timed_out'
         RETURNING j.id
         """
 

@@ -124,6 +124,10 @@ public final class QueueWorker: Sendable {
         watchdog.cancel()
         completer.close()
         for completion in completions { await completion.value }
+        // The lease rows of the last claims, let go of after the last completion was written.
+        do { try await store.dropLeases(held.takeDroppableLeases(sessionsOpened: store.client.sessionsOpened)) } catch {
+            logger.notice("lease_rows_left", ["error": .error(error), "hint": "the rescuer deletes them when they expire"])
+        }
         poller.cancel()
         if let listener { await listener.stop() }
         logger.info("worker_stopped", ["claimed_left": .int(running.withLock { $0.jobs.count })])
@@ -228,7 +232,7 @@ public final class QueueWorker: Sendable {
     /// Starts a claim's jobs, each in its own task; the bookkeeping is done once per claim.
     private func start(_ jobs: [ClaimedJob]) {
         guard !jobs.isEmpty else { return }
-        held.hold(jobs.map(\.id))
+        held.hold(jobs, sessionsOpened: store.client.sessionsOpened)
         inflight.add(jobs.count, ordering: .acquiringAndReleasing)
         metrics.inflight.add(Double(jobs.count))
         metrics.claimed.add(Double(jobs.count))

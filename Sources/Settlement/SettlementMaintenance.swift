@@ -2,6 +2,7 @@ import Foundation
 import Observability
 import Postgres
 import Queue
+import Synchronization
 
 /// Raises stuck_verification for jobs not finished long after they arrived.
 public struct StuckDetector: MaintenanceTask {
@@ -19,16 +20,19 @@ public struct StuckDetector: MaintenanceTask {
     }
 
     /// The queue's state and age (iap.job_queue), the request's buyer (iap.job_requests). One
-    /// branch per partial state index (jobs_runnable, jobs_running_lease, jobs_timed_out): with
-    /// `state IN (all four)` no index's predicate matches, and every minute the leader read the
-    /// whole table, finished jobs included (0.4 s at a million rows).
+    /// branch per side table of the unfinished states (migration 0029: the ready set, the
+    /// claims' lease rows, the parked set), each checked against the job: reading the table by
+    /// `state` would read all of it, finished jobs included (0.4 s at a million rows).
     static let stuckJobsSQL = """
         SELECT q.id, r.user_id, r.order_id, r.product_id, q.state, q.attempts, q.sweeps
-        FROM (SELECT id, state, attempts, sweeps, created_at FROM iap.job_queue WHERE state IN ('queued', 'retrying')
+        FROM (SELECT id, state, attempts, sweeps, created_at FROM iap.job_queue
+              WHERE id = ANY(ARRAY(SELECT id FROM iap.job_ready)) AND state IN ('queued', 'retrying')
               UNION ALL
-              SELECT id, state, attempts, sweeps, created_at FROM iap.job_queue WHERE state = 'running'
+              SELECT id, state, attempts, sweeps, created_at FROM iap.job_queue
+              WHERE id = ANY(ARRAY(SELECT unnest(job_ids) FROM iap.job_leases)) AND state = 'running'
               UNION ALL
-              SELECT id, state, attempts, sweeps, created_at FROM iap.job_queue WHERE state = 'timed_out') AS q
+              SELECT id, state, attempts, sweeps, created_at FROM iap.job_queue
+              WHERE id = ANY(ARRAY(SELECT id FROM iap.job_parked)) AND state = 'timed_out') AS q
         JOIN iap.job_requests r ON r.id = q.id
         WHERE q.created_at < now() - make_interval(secs => $1)
           AND NOT EXISTS (SELECT 1 FROM iap.alerts a
@@ -115,25 +119,38 @@ public struct JobRetention: MaintenanceTask {
         self.logger = logger
     }
 
-    /// One branch per finished state, so each walks its own partial index (jobs_done, jobs_failed);
-    /// a job is both its queue row and its request (migration 0024), deleted together. The
-    /// statement's row count is the requests deleted, one per job.
+    /// Failed jobs through the flagged set by finish time (migration 0029); done jobs, which have
+    /// no side table, from the oldest id up (ids follow creation, and a job finishes after it is
+    /// created): the walk stops at the first 10,000 ids and starts there again next time, so old
+    /// jobs kept on purpose (open alerts) are passed over, never piled up in front of it. A job
+    /// is both its queue row and its request (migration 0024), deleted together; the statement's
+    /// row count is the requests deleted, one per job.
     static let deleteSQL = """
         WITH gone AS (
             DELETE FROM iap.job_queue WHERE id IN (
                 (SELECT j.id FROM iap.job_queue j
-                 WHERE j.state = 'done' AND j.finished_at < now() - make_interval(secs => $1)
-                   AND NOT EXISTS (SELECT 1 FROM iap.alerts a WHERE a.job_id = j.id AND a.state = 'open')
-                 LIMIT 10000)
+                 WHERE j.id > $2 AND j.id <= $2 + 10000 AND j.state = 'done' AND j.finished_at < now() - make_interval(secs => $1)
+                   AND NOT EXISTS (SELECT 1 FROM iap.alerts a WHERE a.job_id = j.id AND a.state = 'open'))
                 UNION ALL
                 (SELECT j.id FROM iap.job_queue j
-                 WHERE j.state = 'failed' AND j.finished_at < now() - make_interval(secs => $1)
-                   AND NOT EXISTS (SELECT 1 FROM iap.alerts a WHERE a.job_id = j.id AND a.state = 'open')
-                 LIMIT 10000))
+                 WHERE j.id = ANY(ARRAY(SELECT id FROM iap.job_flagged WHERE state = 'failed'
+                                                  AND finished_at < now() - make_interval(secs => $1) ORDER BY finished_at LIMIT 10000))
+                   AND j.state = 'failed'
+                   AND NOT EXISTS (SELECT 1 FROM iap.alerts a WHERE a.job_id = j.id AND a.state = 'open')))
             RETURNING id
         )
         DELETE FROM iap.job_requests r USING gone WHERE r.id = gone.id
         """
+
+    static let oldestIDSQL = "SELECT coalesce(min(id), 0) - 1 FROM iap.job_queue"
+    /// Whether the walk may move past its window: nothing in it is young, and jobs lie beyond it.
+    static let windowSpentSQL = """
+        SELECT NOT EXISTS (SELECT 1 FROM iap.job_queue WHERE id > $1 AND id <= $1 + 10000
+                                                         AND created_at >= now() - make_interval(secs => $2))
+               AND EXISTS (SELECT 1 FROM iap.job_queue WHERE id > $1 + 10000)
+        """
+    private final class Walk: Sendable { let after = Mutex<Int?>(nil) }
+    private let walk = Walk()
 
     /// The log of finished jobs (migration 0028) is read for the last day only: two are kept,
     /// whatever the jobs' retention.
@@ -142,7 +159,12 @@ public struct JobRetention: MaintenanceTask {
     /// Overlap-safe: a row deleted by the other leader is skipped after its lock is released.
     public func run(term: LeaderTerm) async throws {
         try term.check()
-        let deleted = try await client.query(Self.deleteSQL, [retentionDays * 86_400]).affectedRows
+        let seconds = retentionDays * 86_400
+        var start = walk.after.withLock { $0 } ?? -1
+        if start < 0 { start = try await client.query(Self.oldestIDSQL)[0].decode(Int.self, at: 0) }
+        let deleted = try await client.query(Self.deleteSQL, [seconds, start]).affectedRows
+        let spent = try await client.query(Self.windowSpentSQL, [start, seconds])[0].decode(Bool.self, at: 0)
+        walk.after.withLock { $0 = spent ? start + 10_000 : nil }
         if deleted > 0 { logger.info("jobs_deleted", ["jobs": .int(deleted), "retention_days": .double(retentionDays)]) }
         _ = try await client.query(Self.deleteFinishesSQL)
     }

@@ -130,6 +130,11 @@ final class AmbiguousCommitTests: XCTestCase {
             UPDATE iap.jobs SET state = 'running', attempts = 1, leased_by = $1, lease_expires_at = now() + interval '1 hour'
             WHERE order_id LIKE 'orphan-%'
             """, [workerID])
+        // The lost claim's lease row (migration 0029) committed with it.
+        _ = try await fixture.client.query("""
+            INSERT INTO iap.job_leases (leased_by, expires_at, job_ids)
+            SELECT $1, now() + interval '1 hour', array_agg(id) FROM iap.job_queue WHERE leased_by = $1 AND state = 'running'
+            """, [workerID])
         _ = proxy.resetConnections() // the pool reconnects
         let done = try await fixture.eventually(20) { try await fixture.states()["done"] == 8 }
         worker.shutdown()

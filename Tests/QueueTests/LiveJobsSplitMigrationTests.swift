@@ -156,6 +156,16 @@ final class LiveJobsSplitMigrationTests: XCTestCase {
         try await store.drain()
         let unfinished = try await client.query("SELECT count(*) FROM iap.jobs WHERE state NOT IN ('done', 'failed', 'attention')")[0]
         XCTAssertEqual(try unfinished.decode(Int.self, at: 0), 0)
+        // The side tables (0029) name exactly the jobs in their states, whichever build moved them.
+        let mismatched = try await client.query("""
+            SELECT (SELECT count(*) FROM iap.job_queue j FULL JOIN iap.job_ready r USING (id)
+                    WHERE (j.state IN ('queued', 'retrying')) IS DISTINCT FROM (r.id IS NOT NULL AND j.state = r.state))
+                 + (SELECT count(*) FROM iap.job_queue j FULL JOIN iap.job_parked p USING (id)
+                    WHERE (j.state = 'timed_out') IS DISTINCT FROM (p.id IS NOT NULL))
+                 + (SELECT count(*) FROM iap.job_queue j FULL JOIN iap.job_flagged f USING (id)
+                    WHERE (j.state IN ('attention', 'failed')) IS DISTINCT FROM (f.id IS NOT NULL AND j.state = f.state))
+            """)[0].decode(Int.self, at: 0)
+        XCTAssertEqual(mismatched, 0)
 
         // The console's searches still walk indexes.
         for (sql, index) in [("SELECT id FROM iap.jobs WHERE user_id = $1 ORDER BY id DESC LIMIT 50", "job_requests_by_user"),

@@ -35,7 +35,7 @@ final class StuckDetectorTests: XCTestCase {
         await client.close()
     }
 
-    func testTheCheckReadsThePartialStateIndexesNotTheTable() async throws {
+    func testTheCheckReadsTheSideTablesNotTheTable() async throws {
         let url = try await TestDatabase.fresh()
         let client = PostgresClient(conninfo: url, maxConnections: 1)
         _ = try await client.query("""
@@ -49,7 +49,7 @@ final class StuckDetectorTests: XCTestCase {
             return try await connection.query("EXPLAIN EXECUTE stuck(86400)").map { try $0.decode(String.self, at: 0) }
         }.joined(separator: "\n")
         XCTAssertFalse(plan.contains("Seq Scan on job_queue"), plan)
-        for index in ["jobs_runnable", "jobs_running_lease", "jobs_timed_out"] { XCTAssertTrue(plan.contains(index), plan) }
+        for table in ["job_ready", "job_leases", "job_parked"] { XCTAssertTrue(plan.contains(table), plan) }
         await client.close()
     }
 }

@@ -86,7 +86,13 @@ final class ConsoleQueryPlanTests: XCTestCase {
             for statement in statements {
                 let plan = try await connection.query("EXPLAIN (VERBOSE, COSTS OFF) " + statement.sql, statement.binds)
                     .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
-                XCTAssertEqual(Self.unindexedScans(plan, partialIndexes: partial), [], "\(statement.name) scans a whole table:\n\(plan)")
+                var scans = Self.unindexedScans(plan, partialIndexes: partial)
+                // Done jobs have no side table (migration 0029): the overview counts them with a scan
+                // that stops at the exact-count limit, and past it shows the table's estimate.
+                if statement.name == "overview: jobs by state", plan.contains("Limit"), scans.count == 1, scans[0].contains("Seq Scan on iap.job_queue") {
+                    scans = []
+                }
+                XCTAssertEqual(scans, [], "\(statement.name) scans a whole table:\n\(plan)")
             }
         }
         await client.close()

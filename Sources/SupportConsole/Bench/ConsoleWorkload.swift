@@ -80,7 +80,7 @@ public struct ConsoleWorkload: Sendable {
         _ = try await client.query(Self.creditsSQL, [jobs, users, step])
         _ = try await client.query(Self.alertsSQL, [jobs, users, alerts])
         try await ReconciliationWorkload().fill(client)
-        try await client.withConnection { try await $0.execute(script: "VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.job_finishes, iap.orders, iap.credits, iap.alerts, iap.reconciliation_days, iap.reconciliation_checks") }
+        try await client.withConnection { try await $0.execute(script: "VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.job_finishes, iap.job_ready, iap.job_parked, iap.job_flagged, iap.orders, iap.credits, iap.alerts, iap.reconciliation_days, iap.reconciliation_checks") }
     }
 
     /// A transaction id in the ledger, for the i-th sample.

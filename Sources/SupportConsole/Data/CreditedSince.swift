@@ -4,11 +4,12 @@ import Postgres
 /// so under its attention count (which comes from the queue's own statistics and keeps them).
 enum CreditedSince {
     static let limit = 10_000
-    /// On the jobs_attention partial index; each transaction by the ledger's primary key. Reads
-    /// iap.job_queue, not the iap.jobs view: it needs no column of the job's request.
+    /// Through the flagged jobs (migration 0029); each transaction by the ledger's primary key.
+    /// Reads iap.job_queue, not the iap.jobs view: it needs no column of the job's request.
     static let countSQL = """
         SELECT count(*) FROM (SELECT 1 FROM iap.job_queue
-            WHERE state = 'attention' AND outcome = 'paid_not_credited' AND cardinality(transaction_ids) > 0 AND NOT EXISTS (
+            WHERE id = ANY(ARRAY(SELECT id FROM iap.job_flagged WHERE state = 'attention')) AND state = 'attention'
+              AND outcome = 'paid_not_credited' AND cardinality(transaction_ids) > 0 AND NOT EXISTS (
                 SELECT 1 FROM unnest(transaction_ids) AS job_transaction(transaction_id)
                 WHERE NOT EXISTS (SELECT 1 FROM iap.credits WHERE credits.transaction_id = job_transaction.transaction_id))
             LIMIT $1) AS credited

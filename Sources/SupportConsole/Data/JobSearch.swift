@@ -51,6 +51,9 @@ public struct JobSearch: Sendable {
             WHERE (transaction_id = $2 OR user_id = $2 OR order_id = $2) AND job_id IS NOT NULL) || $3::bigint[]))
         """
 
+    /// The side tables that hold a state's jobs (job_parked has no state column: all timed_out).
+    static let sideTable = ["queued": "iap.job_ready", "retrying": "iap.job_ready", "attention": "iap.job_flagged", "failed": "iap.job_flagged"]
+
     /// The statement for a set of criteria: fixed fragments with numbered parameters, never values.
     static func sql(_ criteria: JobSearchCriteria) -> (sql: String, binds: [any PostgresEncodable]) {
         var conditions = ["id < $1"]
@@ -64,6 +67,14 @@ public struct JobSearch: Sendable {
             guard let value else { continue }
             binds.append(value)
             conditions.append("\(column) = $\(binds.count)")
+            // A state with a side table (migration 0029) is found through it, newest id first: its
+            // ids as one array (an `IN (subquery)` was walked job by job from the newest), only the
+            // page's worth of them when nothing else narrows the search.
+            if column == "state", let side = Self.sideTable[value] {
+                let alone = criteria.text == nil && criteria.outcome == nil && criteria.kind == nil
+                conditions.append("id = ANY(ARRAY(SELECT id FROM \(side) WHERE state = $\(binds.count) AND id < $1 ORDER BY id DESC"
+                                  + (alone ? " LIMIT \(pageSize + 1)))" : "))"))
+            }
         }
         binds.append(pageSize + 1)
         let sql = "SELECT \(JobSummary.columns) FROM iap.jobs WHERE \(conditions.joined(separator: " AND ")) ORDER BY id DESC LIMIT $\(binds.count)"

@@ -1,7 +1,7 @@
 import Postgres
 
 /// Which workers are alive, from what they already write (no heartbeat table of their own):
-/// the `leased_by` of running jobs whose lease has not expired, the holder of an unexpired
+/// the holders of unexpired claims' lease rows (the workers of running jobs), the holder of an unexpired
 /// leadership lease (`iap.leader`, renewed every few seconds by the leader), and the worker
 /// processes' lease sessions connected to the database (a `work` process with a pool of two or more keeps one, named
 /// `receipt-worker-work-leader`; through a pooler this count may be missing, never too high).
@@ -10,9 +10,12 @@ struct WorkersAlive: Sendable {
     let leader: String?
     let connected: Int
 
+    /// Through the lease rows of claims still being worked on (migration 0029: one per claim),
+    /// each checked against its jobs' own lease.
     static let leasingSQL = """
         SELECT DISTINCT leased_by FROM iap.job_queue
-        WHERE state = 'running' AND lease_expires_at > now() AND leased_by IS NOT NULL LIMIT 100
+        WHERE id = ANY(ARRAY(SELECT unnest(job_ids) FROM iap.job_leases WHERE expires_at > now()))
+          AND state = 'running' AND lease_expires_at > now() LIMIT 100
         """
     static let leaderSQL = "SELECT leader_id FROM iap.leader WHERE expires_at > now() ORDER BY name LIMIT 10"
     static let connectedSQL = """

@@ -13,12 +13,13 @@ struct MoneyPathCeiling: Sendable {
 
     static let claimSQL = """
         WITH picked AS (
-            SELECT id FROM iap.job_queue WHERE state IN ('queued', 'retrying') AND run_at <= now()
-            ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED
+            DELETE FROM iap.job_ready
+            WHERE id = ANY(ARRAY(SELECT id FROM iap.job_ready WHERE run_at <= now() ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED))
+            RETURNING id
         )
         UPDATE iap.job_queue AS j SET state = 'running', attempts = j.attempts + 1, leased_by = $2,
             lease_expires_at = now() + interval '60 seconds'
-        WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
+        WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.state IN ('queued', 'retrying')
         RETURNING j.id
         """
 

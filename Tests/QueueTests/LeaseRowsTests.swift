@@ -1,0 +1,69 @@
+import Foundation
+import Postgres
+@testable import Queue
+import TestSupport
+import XCTest
+
+/// A claim's lease row (migration 0029) lives as long as one of its jobs may still run on it.
+final class LeaseRowsTests: XCTestCase {
+    private func claimed(_ ids: ClosedRange<Int>, lease: Int) -> [ClaimedJob] {
+        ids.map { ClaimedJob(id: $0, kind: "receipt", userID: "u", orderID: "o\($0)", productID: nil, payload: "", attempts: 1, leaseID: lease) }
+    }
+
+    func testALeaseIsDroppableOnceAllItsJobsAreLetGoAndSettledOnlyWithoutANewSession() {
+        let held = HeldJobs()
+        held.hold(claimed(1...3, lease: 10), sessionsOpened: 2)
+        held.hold(claimed(4...5, lease: 11), sessionsOpened: 2)
+        held.letGo([1, 2, 4])
+        XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 2), DroppableLeases(), "each lease still has a job out")
+        held.letGo([3, 5, 99]) // 99: never held
+        // Lease 11's jobs were written after the pool opened another session: maybe to a new primary.
+        XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 2), DroppableLeases(settled: [10, 11]))
+        held.hold(claimed(6...6, lease: 12), sessionsOpened: 2)
+        held.letGo([6])
+        XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 3), DroppableLeases(unsure: [12]))
+        XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 3), DroppableLeases(), "each returned once")
+        XCTAssertEqual(held.count, 0)
+    }
+
+    func testAnUnsureLeaseRowStaysWhileAJobStillRunsOnItASettledOneGoes() async throws {
+        let fixture = try await QueueFixture.make()
+        try await fixture.enqueue(4)
+        let jobs = try await fixture.store.claim(limit: 2, workerID: "w", leaseSeconds: 60)
+        let more = try await fixture.store.claim(limit: 2, workerID: "w", leaseSeconds: 60)
+        let (first, second) = (try XCTUnwrap(jobs.first?.leaseID), try XCTUnwrap(more.first?.leaseID))
+        // As after a failover that lost the completions: both leases' jobs still run on them.
+        let drop = try XCTUnwrap(fixture.store.dropLeasesStatement(DroppableLeases(settled: [first], unsure: [second])))
+        _ = try await fixture.client.withConnection { try await $0.pipeline([drop]) }
+        let left = try await fixture.client.query("SELECT id FROM iap.job_leases ORDER BY id").map { try $0.decode(Int.self, at: 0) }
+        XCTAssertEqual(left, [second], "the unsure row is kept for the rescuer; the settled one is gone")
+        // Its jobs written, the unsure row goes too.
+        _ = try await fixture.client.query("UPDATE iap.job_queue SET state = 'done', leased_by = NULL, lease_expires_at = NULL WHERE id = ANY($1::bigint[])",
+                                           [more.map(\.id)])
+        try await fixture.store.dropLeases(DroppableLeases(unsure: [second]))
+        let count = try await fixture.client.query("SELECT count(*)::bigint FROM iap.job_leases")[0].decode(Int.self, at: 0)
+        XCTAssertEqual(count, 0)
+        await fixture.client.close()
+    }
+
+    func testADrainLeavesAFewLeaseRowsAndItsShutdownNone() async throws {
+        let fixture = try await QueueFixture.make()
+        try await fixture.enqueue(1_000)
+        let worker = fixture.worker(ScriptedHandler { _ in .finish(.done, "credited", transactionIDs: []) }) {
+            $0.concurrency = 40; $0.claimBatch = 20
+        }
+        let run = Task { await worker.run() }
+        let drained = try await fixture.eventually { try await fixture.states()["done"] == 1_000 }
+        let leaseRows = { try await fixture.client.query("SELECT count(*)::bigint FROM iap.job_leases")[0].decode(Int.self, at: 0) }
+        // Each claim's row goes with a completion that follows its last job's: only the last
+        // few wait for the next one, or for the shutdown.
+        let whileRunning = try await leaseRows()
+        worker.shutdown()
+        await run.value
+        XCTAssertTrue(drained)
+        XCTAssertLessThanOrEqual(whileRunning, 5, "50 claims made")
+        let afterShutdown = try await leaseRows()
+        XCTAssertEqual(afterShutdown, 0)
+        await fixture.client.close()
+    }
+}
