@@ -338,6 +338,14 @@ public struct QueueStore: Sendable {
         return (try await claimedJobs(results[1], cache: cache), results[0].count)
     }
 
+    /// What a rescue does to a job whose worker stopped answering: back to the queue, or to
+    /// timed_out after a full round of attempts ($1).
+    private static let rescueSetSQL = """
+        SET state = CASE WHEN j.attempts >= $1 THEN 'timed_out' ELSE 'queued' END,
+            run_at = now(), leased_by = NULL, lease_expires_at = NULL,
+            last_error = 'lease expired (worker ' || coalesce(j.leased_by, '?') || ' stopped answering)'
+        """
+
     // Maintenance updates take their picked ids as one array, like the claim (see `claimSQL`).
     /// Expired lease rows (migration 0029) are taken, with the jobs of theirs still running on
     /// that lease: a job claimed again since holds a newer lease and a newer row.
@@ -349,9 +357,7 @@ public struct QueueStore: Sendable {
             RETURNING job_ids
         )
         UPDATE iap.job_queue AS j
-        SET state = CASE WHEN j.attempts >= $1 THEN 'timed_out' ELSE 'queued' END,
-            run_at = now(), leased_by = NULL, lease_expires_at = NULL,
-            last_error = 'lease expired (worker ' || coalesce(j.leased_by, '?') || ' stopped answering)'
+        \(rescueSetSQL)
         WHERE j.id = ANY(ARRAY(SELECT unnest(job_ids) FROM expired)) AND j.state = 'running' AND j.lease_expires_at < now()
         RETURNING j.id, j.state, j.attempts
         """
@@ -359,7 +365,7 @@ public struct QueueStore: Sendable {
     /// Jobs of crashed workers go back to the queue (or to timed_out after a full round):
     /// `limit` lease rows (claims) at a time.
     public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 20) async throws -> [(id: Int, state: String)] {
-        try await client.query(Self.rescueSQL, [maxAttempts, limit]).map { (try $0.decode(Int.self, at: 0), try $0.decode(String.self, at: 1)) }
+        try await rescued(Self.rescueSQL, [maxAttempts, limit])
     }
 
     /// Running jobs whose lease ran out a minute ago and that no lease row names: claimed by a
@@ -367,15 +373,17 @@ public struct QueueStore: Sendable {
     /// so the rescuer runs it rarely.
     static let rescueOrphansSQL = """
         UPDATE iap.job_queue AS j
-        SET state = CASE WHEN j.attempts >= $1 THEN 'timed_out' ELSE 'queued' END,
-            run_at = now(), leased_by = NULL, lease_expires_at = NULL,
-            last_error = 'lease expired (worker ' || coalesce(j.leased_by, '?') || ' stopped answering)'
+        \(rescueSetSQL)
         WHERE j.state = 'running' AND j.lease_expires_at < now() - interval '1 minute'
         RETURNING j.id, j.state, j.attempts
         """
 
     public func rescueOrphanedLeases(maxAttempts: Int) async throws -> [(id: Int, state: String)] {
-        try await client.query(Self.rescueOrphansSQL, [maxAttempts]).map { (try $0.decode(Int.self, at: 0), try $0.decode(String.self, at: 1)) }
+        try await rescued(Self.rescueOrphansSQL, [maxAttempts])
+    }
+
+    private func rescued(_ sql: String, _ binds: [any PostgresEncodable]) async throws -> [(id: Int, state: String)] {
+        try await client.query(sql, binds).map { (try $0.decode(Int.self, at: 0), try $0.decode(String.self, at: 1)) }
     }
 
     /// Lease rows of claims whose jobs this worker has all let go (written, released, fenced).
