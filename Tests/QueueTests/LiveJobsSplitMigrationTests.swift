@@ -163,7 +163,8 @@ final class LiveJobsSplitMigrationTests: XCTestCase {
                  + (SELECT count(*) FROM iap.job_queue j FULL JOIN iap.job_parked p USING (id)
                     WHERE (j.state = 'timed_out') IS DISTINCT FROM (p.id IS NOT NULL))
                  + (SELECT count(*) FROM iap.job_queue j FULL JOIN iap.job_flagged f USING (id)
-                    WHERE (j.state IN ('attention', 'failed')) IS DISTINCT FROM (f.id IS NOT NULL AND j.state = f.state))
+                    WHERE (j.state IN ('attention', 'failed')) IS DISTINCT FROM (f.id IS NOT NULL AND j.state = f.state
+                          AND f.owed_transaction_ids IS NOT DISTINCT FROM CASE WHEN j.outcome = 'paid_not_credited' THEN j.transaction_ids END))
             """)[0].decode(Int.self, at: 0)
         XCTAssertEqual(mismatched, 0)
 
