@@ -39,10 +39,12 @@ public struct QueueStore: Sendable {
     /// out of a partial index of the table, and records one lease row (`iap.job_leases`: its
     /// ids and expiry, the rescuer's way in) whose id every returned row carries. A ready row
     /// whose job is no longer runnable (moved by hand) is deleted and its job left alone.
+    /// The picked rows are deleted where they lie (`ctid`, fixed while the claim holds their
+    /// lock), not looked up again by id: one index descent less per job, a third of the delete.
     static let claimSQL = """
         WITH picked AS (
             DELETE FROM iap.job_ready
-            WHERE id = ANY(ARRAY(SELECT id FROM iap.job_ready WHERE run_at <= now()
+            WHERE ctid = ANY(ARRAY(SELECT ctid FROM iap.job_ready WHERE run_at <= now()
                                  ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED))
             RETURNING id
         ), claimed AS (

@@ -29,9 +29,13 @@ final class JobVerifier: Sendable {
     func verify(_ job: ClaimedJob) async -> Verification<SettlementWork> {
         switch JobKind(job.kind) {
         case .receipt: return await verifyReceipt(job)
-        case .signedTransaction: return await verifySignedTransactionJob(job)
+        case .signedTransaction:
+            await Task.yield() // signature checks: off the claiming task first (`JobHandler.verify`)
+            return await verifySignedTransactionJob(job)
         case .transactionID: return await verifyTransactionID(job)
-        case .notification: return verifyNotification(job)
+        case .notification:
+            await Task.yield()
+            return verifyNotification(job)
         case .consumption: return await answerConsumption(job)
         case nil: return Self.unsupported(job)
         }
