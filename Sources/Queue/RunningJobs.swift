@@ -16,12 +16,12 @@ struct RunningJobs {
         var finished: [Bool]
         var left: Int
 
-        /// True when the job was still running.
-        mutating func finish(at index: Int) -> Bool {
-            guard !finished[index] else { return false }
+        /// The claim's jobs still running after this one, or nil when it had finished already.
+        mutating func finish(at index: Int) -> Int? {
+            guard !finished[index] else { return nil }
             finished[index] = true
             left -= 1
-            return true
+            return left
         }
 
         /// The jobs still running whose tasks are known.
@@ -50,9 +50,9 @@ struct RunningJobs {
     }
 
     mutating func finish(_ slot: Slot) {
-        guard claims[slot.claim]?.finish(at: slot.index) == true else { return }
+        guard let left = claims[slot.claim]?.finish(at: slot.index) else { return }
         count -= 1
-        if claims[slot.claim]?.left == 0 { claims[slot.claim] = nil }
+        if left == 0 { claims[slot.claim] = nil }
     }
 
     var tasks: [Task<Void, Never>] { claims.values.flatMap { $0.unfinished.map(\.task) } }
