@@ -94,7 +94,7 @@ final class BatchCompleter: Sendable {
             // A full batch more is waiting: let another loop start on it now.
             if pending.withLock({ $0.items.count >= configuration.completionBatch }) { wakeOne() }
             await writeWithRetry(batch, deadline: deadline)
-            held.letGo(batch.map(\.job.id))
+            held.letGo(batch.lazy.map(\.job))
             claimer.wake()
             outstanding.subtract(batch.count, ordering: .relaxed)
             pending.withLock { $0.finished() }
@@ -207,28 +207,30 @@ final class BatchCompleter: Sendable {
         try await store.client.withConnection { connection in
             // Fixed-shape statements by key, thousands of times: planned once per session.
             try await connection.transaction(planning: .reused) { connection in
-                var decided: [(item: Item, outcome: JobOutcome)] = []
+                // Rows of the decided results first, then of the settled ones; `items` in the same order.
+                var rows: [CompletionRow] = []
                 var toSettle: [(item: Item, work: any Sendable)] = []
                 var fenced: [Item] = []
-                decided.reserveCapacity(batch.count)
+                rows.reserveCapacity(batch.count)
                 for item in batch {
                     switch item.verification {
-                    case .decided(let outcome): decided.append((item, outcome))
+                    case .decided(let outcome): rows.append(completionRow(job: item.job, outcome: outcome))
                     case .settle(let work): toSettle.append((item, work))
                     }
                 }
+                var items = batch // a batch of decided results alone (the most common) is not copied
                 var writes: [PostgresStatement] = []
                 if !toSettle.isEmpty {
+                    items.removeAll { $0.settles }
                     let owned = try await store.lockOwned(toSettle.map(\.item.job.id), workerID: configuration.workerID, on: connection)
                     let mine = toSettle.filter { owned.contains($0.item.job.id) }
                     fenced = toSettle.filter { !owned.contains($0.item.job.id) }.map(\.item)
                     let settled = try await handler.settle(mine.map { ($0.item.job, $0.work) }, connection)
                     precondition(settled.outcomes.count == mine.count, "settle must return one outcome per item")
-                    decided += zip(mine, settled.outcomes).map { ($0.item, $1) }
+                    rows += zip(mine, settled.outcomes).map { completionRow(job: $0.item.job, outcome: $1) }
+                    items += mine.map(\.item)
                     writes = settled.writes
                 }
-                let rows = decided.map { completionRow(job: $0.item.job, outcome: $0.outcome) }
-                let items = decided.map(\.item)
                 // The settlement's writes, the jobs' completion (with its witness), the lease rows of
                 // claims let go of entirely (lost if this rolls back: the rescuer deletes them when
                 // they expire) and COMMIT: one round trip.

@@ -39,8 +39,11 @@ public struct NoOpHandler: JobHandler {
 
     public func verify(_ job: ClaimedJob) async -> Verification<Never> {
         if delay > .zero { try? await Task.sleep(for: delay) }
-        return .decided(.finish(.done, "acknowledged"))
+        return Self.acknowledged
     }
+
+    /// Every answer is this one: built once (it is boxed), not per job.
+    private static let acknowledged = Verification<Never>.decided(.finish(.done, "acknowledged"))
 
     public func settle(_ items: [SettlementItem<Never>], on connection: PostgresConnection) async throws -> SettledBatch {
         SettledBatch(outcomes: [])

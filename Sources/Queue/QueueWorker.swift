@@ -22,7 +22,7 @@ public final class QueueWorker: Sendable {
     /// In-flight jobs: their tasks (to cancel one past its deadline) and deadlines.
     private let running = Mutex(RunningJobs())
     /// Jobs stopped by shutdown: released, attempt not burnt.
-    private let cancelled = Mutex<[Int]>([])
+    private let cancelled = Mutex<[ClaimedJob]>([])
     /// Jobs cancelled by the deadline watchdog (they finish as a retry, not a release).
     private let overdue = Mutex<Set<Int>>([])
 
@@ -245,11 +245,11 @@ public final class QueueWorker: Sendable {
         }
         let elapsed = ContinuousClock.now - started
         let milliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
-        running.withLock { $0.finish(slot) }
+        _ = running.withLock { $0.finish(slot) } // a finished claim's tasks are freed here, outside the lock
         if let verification {
             completer.submit(.init(job: job, verification: verification, milliseconds: milliseconds))
         } else {
-            cancelled.withLock { $0.append(job.id) }
+            cancelled.withLock { $0.append(job) }
         }
         metrics.inflight.dec()
         let running = inflight.subtract(1, ordering: .acquiringAndReleasing).newValue
@@ -285,7 +285,7 @@ public final class QueueWorker: Sendable {
         let leftovers = cancelled.withLock { $0 }
         if !leftovers.isEmpty {
             do {
-                let released = try await store.release(leftovers, workerID: configuration.workerID)
+                let released = try await store.release(leftovers.map(\.id), workerID: configuration.workerID)
                 held.letGo(leftovers)
                 logger.notice("jobs_released", ["jobs": .int(released)])
             } catch {

@@ -12,15 +12,20 @@ final class LeaseRowsTests: XCTestCase {
 
     func testALeaseIsDroppableOnceAllItsJobsAreLetGoAndSettledOnlyWithoutANewSession() {
         let held = HeldJobs()
-        held.hold(claimed(1...3, lease: 10), sessionsOpened: 2)
-        held.hold(claimed(4...5, lease: 11), sessionsOpened: 2)
-        held.letGo([1, 2, 4])
+        let (first, second) = (claimed(1...3, lease: 10), claimed(4...5, lease: 11))
+        held.hold(first, sessionsOpened: 2)
+        held.hold(second, sessionsOpened: 2)
+        XCTAssertEqual(held.count, 5)
+        held.letGo([first[0], first[1], second[0], first[0]]) // job 1 twice: let go of once
+        XCTAssertEqual(held.count, 2)
+        XCTAssertEqual(held.snapshot.sorted(), [3, 5])
         XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 2), DroppableLeases(), "each lease still has a job out")
-        held.letGo([3, 5, 99]) // 99: never held
+        held.letGo([first[2], second[1]] + claimed(99...99, lease: 10)) // 99: never held
         // Lease 11's jobs were written after the pool opened another session: maybe to a new primary.
         XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 2), DroppableLeases(settled: [10, 11]))
-        held.hold(claimed(6...6, lease: 12), sessionsOpened: 2)
-        held.letGo([6])
+        let third = claimed(6...6, lease: 12)
+        held.hold(third, sessionsOpened: 2)
+        held.letGo(third)
         XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 3), DroppableLeases(unsure: [12]))
         XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 3), DroppableLeases(), "each returned once")
         XCTAssertEqual(held.count, 0)
