@@ -242,11 +242,11 @@ final class BatchCompleter: Sendable {
                 } catch let error as PostgresError where error.isConnectionLost && completion != nil {
                     throw AmbiguousCommit(rows: rows, items: items, fenced: fenced, underlying: error)
                 }
-                // The ids returned are the batch's own, each once: as many as rows means all of them.
+                // The completion names the jobs of the batch it did not write (their lease was lost).
                 var ids: Set<Int>? = []
                 if completion != nil, results.count > writes.count {
-                    let returned = results[writes.count]
-                    ids = returned.count == rows.count ? nil : try QueueStore.writtenIDs(returned)
+                    let lost = try QueueStore.written(results[writes.count]).lost
+                    ids = lost.isEmpty ? nil : Set(rows.map(\.id)).subtracting(lost)
                 }
                 return WrittenBatch(rows: rows, items: items, ids: ids, fenced: fenced)
             }

@@ -8,9 +8,10 @@ public protocol JobHandler: Sendable {
     associatedtype Work: Sendable
 
     /// Starts on the claiming task and runs there until its first suspension (a request to
-    /// Apple, usually), so a claim's jobs are started one after another: a verification that
-    /// computes before it awaits anything (local signature checks) calls `Task.yield()` first,
-    /// so that a claim's worth of them runs on every core.
+    /// Apple, usually), so a claim's jobs are started one after another, and one answered
+    /// without suspending is followed by the next in the same task (`RunningJobs`): a
+    /// verification that computes before it awaits anything (local signature checks) calls
+    /// `Task.yield()` first, so that a claim's worth of them runs on every core.
     func verify(_ job: ClaimedJob) async -> Verification<Work>
 
     /// Returns one outcome per item, in order, and the writes that can wait for the jobs'

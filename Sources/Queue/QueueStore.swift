@@ -169,11 +169,20 @@ public struct QueueStore: Sendable {
         )
         """
 
+    /// The completion's one row: how many of the batch it wrote and, only when that is not all
+    /// of them (a lease lost), which it did not. Returning every id written cost the server and
+    /// the worker a row per job (1,000 rows sent, parsed and decoded per completion).
+    private static let writtenSQL = """
+        SELECT count(*)::bigint, CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL
+                                      ELSE ARRAY(SELECT unnest($1::bigint[]) EXCEPT SELECT id FROM written) END
+        FROM written
+        """
+
     static let completeSQL = """
         WITH written AS (
         \(completeUpdateSQL)
         ), \(finishesSQL)
-        SELECT id FROM written
+        \(writtenSQL)
         -- receipt-worker: completion
         """
 
@@ -190,7 +199,7 @@ public struct QueueStore: Sendable {
                                    ELSE ARRAY(SELECT unnest($1::bigint[]) EXCEPT SELECT id FROM written) END
             FROM written
         ), \(finishesSQL)
-        SELECT id FROM written
+        \(writtenSQL)
         -- receipt-worker: completion
         """
 
@@ -205,7 +214,7 @@ public struct QueueStore: Sendable {
     }
 
     /// A batch of results as one statement (nil for none); only jobs whose lease this worker
-    /// still holds are touched. Its rows are the ids written (`writtenIDs`). With `witness`,
+    /// still holds are touched. Its row counts the jobs written (`written`). With `witness`,
     /// the statement also records them under that token (`resolveCommit`).
     func completionStatement(_ unsorted: [CompletionRow], workerID: String, witness: UUID? = nil) -> PostgresStatement? {
         guard !unsorted.isEmpty else { return nil }
@@ -273,8 +282,10 @@ public struct QueueStore: Sendable {
         try await client.query(Self.deleteOldWitnessesSQL, [seconds]).affectedRows
     }
 
-    static func writtenIDs(_ rows: PostgresRows) throws -> Set<Int> {
-        Set(try rows.map { try $0.decode(Int.self, at: 0) })
+    /// A completion's row (`writtenSQL`): the jobs written, and those of the batch not written.
+    static func written(_ rows: PostgresRows) throws -> (count: Int, lost: [Int]) {
+        guard let row = rows.first else { throw PostgresError(kind: .client, message: "the completion returned no row") }
+        return (try row.decode(Int.self, at: 0), try row.decode([Int]?.self, at: 1) ?? [])
     }
 
     /// `{"17":["t1","t2"],…}`: the jsonb text of the rows' transaction ids by job id; rows
@@ -298,7 +309,7 @@ public struct QueueStore: Sendable {
         let rows = ids.map { CompletionRow(id: $0, state: "done", outcome: outcome, delaySeconds: nil, appleStatus: nil,
                                            error: nil, transactionIDs: []) }
         guard let statement = completionStatement(rows, workerID: workerID) else { return 0 }
-        return try await client.withConnection { try Self.writtenIDs(try await $0.pipeline([statement])[0]) }.count
+        return try await client.withConnection { try Self.written(try await $0.pipeline([statement])[0]) }.count
     }
 
     static let releaseSQL = """

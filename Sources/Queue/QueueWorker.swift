@@ -4,8 +4,8 @@ import Postgres
 import Synchronization
 
 /// The worker pool of one process: claims runnable jobs in batches (only as many as it
-/// has free slots), verifies each in its own task, and hands results to the batch
-/// completer. `run` returns after `shutdown()`: claiming stops, in-flight jobs get
+/// has free slots), verifies them (a task for each verification that waits, `RunningJobs`),
+/// and hands results to the batch completer. `run` returns after `shutdown()`: claiming stops, in-flight jobs get
 /// `shutdownGrace` to finish, the rest are released to the queue.
 public final class QueueWorker: Sendable {
     public let configuration: QueueConfiguration
@@ -200,7 +200,7 @@ public final class QueueWorker: Sendable {
         return result.claimed
     }
 
-    /// Starts a claim's jobs, each in its own task; the bookkeeping is done once per claim.
+    /// Starts a claim's jobs; the bookkeeping is done once per claim.
     private func start(_ jobs: [ClaimedJob]) {
         guard !jobs.isEmpty else { return }
         held.hold(jobs, sessionsOpened: store.client.sessionsOpened)
@@ -209,18 +209,24 @@ public final class QueueWorker: Sendable {
         metrics.claimed.add(Double(jobs.count))
         let deadline = ContinuousClock.now + .seconds(configuration.verifyDeadline)
         let claim = running.withLock { $0.begin(jobs.map(\.id), deadline: deadline) }
-        // Each verification starts on this task and leaves it at its first suspension (the
-        // request to Apple): no hop to another thread first, which cost a job as much as the
-        // rest of its bookkeeping. A handler computing before it awaits yields first (`JobHandler`).
-        // The tasks start outside the lock (one that finishes at once takes it).
-        var tasks: [Task<Void, Never>] = []
-        tasks.reserveCapacity(jobs.count)
-        for (index, job) in jobs.enumerated() {
-            logger.debug("job_claimed", ["job_id": .int(job.id), "kind": .string(job.kind), "attempt": .int(job.attempts)])
-            let slot = RunningJobs.Slot(claim: claim, index: index)
-            tasks.append(Task.immediate { [self] in await runJob(job, slot) })
+        // A taker runs on this task until its first suspension (a request to Apple): no hop to
+        // another thread first, which cost a job as much as the rest of its bookkeeping. When it
+        // suspends, or has run out of jobs, its start returns here: the next taker starts with
+        // the next job. A handler computing before it awaits yields first (`JobHandler`).
+        while let taker = running.withLock({ $0.newTaker(for: claim) }) {
+            let task = Task.immediate { [self] in await take(jobs, from: claim, as: taker) }
+            running.withLock { $0.attach(task, taker: taker, to: claim) }
         }
-        running.withLock { $0.attach(tasks, toClaim: claim) }
+    }
+
+    /// Verifies the claim's jobs one after the other, as long as any is left and this task is not
+    /// cancelled (by the deadline watchdog or the shutdown, for the job it was running).
+    private func take(_ jobs: [ClaimedJob], from claim: RunningJobs.Claim, as taker: Int) async {
+        while !Task.isCancelled, let slot = running.withLock({ $0.take(from: claim, by: taker) }) {
+            let job = jobs[slot.index]
+            logger.debug("job_claimed", ["job_id": .int(job.id), "kind": .string(job.kind), "attempt": .int(job.attempts)])
+            await runJob(job, slot)
+        }
     }
 
     // The verification's frame is allocated for the whole wait on Apple (10,000 jobs in flight hold
@@ -245,7 +251,7 @@ public final class QueueWorker: Sendable {
         }
         let elapsed = ContinuousClock.now - started
         let milliseconds = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
-        _ = running.withLock { $0.finish(slot) } // a finished claim's tasks are freed here, outside the lock
+        _ = running.withLock { $0.finish(slot) } // a finished claim's takers are freed here, outside the lock
         if let verification {
             completer.submit(.init(job: job, verification: verification, milliseconds: milliseconds))
         } else {

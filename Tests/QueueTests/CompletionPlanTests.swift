@@ -29,7 +29,8 @@ final class CompletionPlanTests: XCTestCase {
         XCTAssertFalse(plan.contains("Seq Scan on jobs"), plan)
         // And it writes what it should, each row its own values.
         let written = try await connection.transaction { tx in try await tx.pipeline([completion])[0] }
-        XCTAssertEqual(written.count, 1000)
+        XCTAssertEqual(try QueueStore.written(written).count, 1000)
+        XCTAssertEqual(try QueueStore.written(written).lost, [])
         let sample = try await connection.query("SELECT state, outcome, transaction_ids, leased_by FROM iap.jobs WHERE id = $1", [ids[17]])[0]
         XCTAssertEqual(try sample.decode(String.self, at: 0), "done")
         XCTAssertEqual(try sample.decode(String.self, at: 1), "credited")
@@ -60,7 +61,7 @@ final class CompletionPlanTests: XCTestCase {
         let store = QueueStore(client: PostgresClient(conninfo: url))
         let completion = try XCTUnwrap(store.completionStatement((0..<9).reversed().map(row), workerID: "w", witness: UUID()))
         let written = try await connection.transaction { tx in try await tx.pipeline([completion])[0] }
-        XCTAssertEqual(written.count, 9)
+        XCTAssertEqual(try QueueStore.written(written).count, 9)
         for index in 0..<9 {
             let job = try await connection.query("""
                 SELECT state, outcome, run_at > now() + interval '30 minutes', apple_status, last_error, transaction_ids, leased_by IS NULL
@@ -98,7 +99,11 @@ final class CompletionPlanTests: XCTestCase {
         let whole = UUID(), partial = UUID(), fenced = UUID()
         _ = try await connection.transaction { tx in try await tx.pipeline([try XCTUnwrap(store.completionStatement(done(Array(mine.prefix(2))), workerID: "w", witness: whole))]) }
         let batch = Array(ids.dropFirst(2)) // two of them leased to 'other'
-        _ = try await connection.transaction { tx in try await tx.pipeline([try XCTUnwrap(store.completionStatement(done(batch), workerID: "w", witness: partial))]) }
+        let partialRow = try await connection.transaction { tx in try await tx.pipeline([try XCTUnwrap(store.completionStatement(done(batch), workerID: "w", witness: partial))]) }
+        // The completion's own row says the same: how many it wrote, and which it did not.
+        let written = try QueueStore.written(partialRow[0])
+        XCTAssertEqual(written.count, batch.count - 2)
+        XCTAssertEqual(Set(written.lost), Set(batch.filter { $0 % 3 == 0 }))
         let wholeResolution = try await store.resolveCommit(witness: whole)
         let partialResolution = try await store.resolveCommit(witness: partial)
         XCTAssertEqual(wholeResolution, .committed(lostIDs: []))

@@ -140,10 +140,12 @@ public struct QueueBenchmark: Sendable {
         return fields
     }
 
-    /// Server time per job of a phase's claim and completion statements (empty without pg_stat_statements).
+    /// Server time per job of a phase's claim and completion statements (empty without pg_stat_statements):
+    /// the jobs are the rows the claims returned (a completion returns one row per batch).
     private func statementCost(_ statistics: StatementStatistics, claim: String, completion: String) async -> [(String, String)] {
-        guard let claimed = await statistics.millisecondsPerRow(claim), let completed = await statistics.millisecondsPerRow(completion) else { return [] }
-        return [("claim_us_per_job", String(format: "%.1f", claimed * 1000)), ("completion_us_per_job", String(format: "%.1f", completed * 1000))]
+        guard let claimed = await statistics.time(claim), claimed.rows > 0, let completed = await statistics.time(completion) else { return [] }
+        return [("claim_us_per_job", String(format: "%.1f", claimed.milliseconds / claimed.rows * 1000)),
+                ("completion_us_per_job", String(format: "%.1f", completed.milliseconds / claimed.rows * 1000))]
     }
 
     /// Loads `count` no-op jobs the way bulk ingest does: COPY into a staging table, then one INSERT .. SELECT.
