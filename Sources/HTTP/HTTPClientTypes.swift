@@ -70,6 +70,8 @@ public protocol HTTPTransport: Sendable {
 /// True for 127.0.0.0/8, ::1 (also written [::1] or as IPv4-mapped) and "localhost": the only
 /// hosts plain HTTP may reach without exposing secrets on the wire.
 public func isLoopbackHost(_ host: String) -> Bool {
+    // Asked of every plain-HTTP request (apple-sim, tests): the usual spellings without a copy.
+    if host == "127.0.0.1" || host == "localhost" || host == "::1" { return true }
     var h = host.lowercased()
     if h.hasPrefix("["), h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
     if h == "localhost" || h.hasSuffix(".localhost") || h == "::1" || h == "0:0:0:0:0:0:0:1" { return true }
