@@ -272,9 +272,13 @@ public final class QueueWorker: Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(250))
             let now = ContinuousClock.now
-            for (id, task) in running.withLock({ $0.overdue(at: now) }) {
-                overdue.withLock { _ = $0.insert(id) }
-                task.cancel()
+            // Under the lock a job cannot finish, so its taker is still running it when cancelled
+            // (a taker moves to another job only after this one has finished).
+            running.withLock { running in
+                for (id, task) in running.overdue(at: now) {
+                    overdue.withLock { _ = $0.insert(id) }
+                    task.cancel()
+                }
             }
         }
     }
