@@ -5,8 +5,8 @@ import Synchronization
 
 /// The worker pool of one process: claims runnable jobs in batches (only as many as it
 /// has free slots), verifies them (a task for each verification that waits, `RunningJobs`),
-/// and hands results to the batch completer. `run` returns after `shutdown()`: claiming stops, in-flight jobs get
-/// `shutdownGrace` to finish, the rest are released to the queue.
+/// and hands results to the batch completer. `run` returns after `shutdown()`: claiming
+/// stops, in-flight jobs get `shutdownGrace` to finish, the rest are released to the queue.
 public final class QueueWorker: Sendable {
     public let configuration: QueueConfiguration
     private let store: QueueStore
@@ -19,7 +19,7 @@ public final class QueueWorker: Sendable {
     private let wake = WakeSignal()
     private let stopping = Atomic<Bool>(false)
     private let inflight = Atomic<Int>(0)
-    /// In-flight jobs: their tasks (to cancel one past its deadline) and deadlines.
+    /// In-flight jobs by claim: the takers running them (to cancel one past its deadline) and deadlines.
     private let running = Mutex(RunningJobs())
     /// Jobs stopped by shutdown: released, attempt not burnt.
     private let cancelled = Mutex<[ClaimedJob]>([])

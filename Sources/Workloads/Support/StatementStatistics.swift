@@ -55,14 +55,14 @@ struct StatementStatistics: Sendable {
 }
 
 extension StatementStatistics {
-    static let perRowSQL = """
+    static let labelledTimeSQL = """
         SELECT sum(total_exec_time)::float8, sum(rows)::float8 FROM pg_stat_statements WHERE query LIKE '%-- receipt-worker: ' || $1 || '%'
         """
 
     /// Server time and rows returned of the statements labelled `label` since `reset`; nil
     /// without pg_stat_statements or before any call.
     func time(_ label: String) async -> (milliseconds: Double, rows: Double)? {
-        guard let row = try? await client.query(Self.perRowSQL, [label]).first,
+        guard let row = try? await client.query(Self.labelledTimeSQL, [label]).first,
               let time = try? row.decode(Double?.self, at: 0), let rows = try? row.decode(Double?.self, at: 1) else { return nil }
         return (time, rows)
     }
