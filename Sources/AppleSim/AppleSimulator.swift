@@ -30,9 +30,10 @@ public final class AppleSimulator: Sendable {
         // Thousands of workers' connections can arrive in one burst (a wave of 3 s verifications
         // ending together); a short accept backlog would drop SYNs and add 1 s retransmits.
         // Apple has no connection limit a worker could meet: room for any --in-flight asked of it.
-        server = HTTPServer(configuration: HTTPServerConfiguration(host: configuration.host, port: configuration.port,
-                                                                   maxConnections: 50_000, listenBacklog: 4096),
-                            router: router)
+        var serverConfiguration = HTTPServerConfiguration(host: configuration.host, port: configuration.port,
+                                                          maxConnections: 50_000, listenBacklog: 4096)
+        serverConfiguration.immediateHandler = SimRoutes.immediate(engine)
+        server = HTTPServer(configuration: serverConfiguration, router: router)
     }
 
     /// Binds and starts serving; returns the bound port. The `--outage` window starts counting now.

@@ -36,20 +36,8 @@ final class SimEngine: Sendable {
 
     func verify(_ request: HTTPRequest, endpoint: SimVerifyResponder.Endpoint) async -> HTTPResponse {
         let arrival = ContinuousClock.now
-        let plan = state.withLock { s -> Plan in
-            if let window = s.outageWindow, window.contains(arrival) {
-                s.stats.record(endpoint: endpoint.rawValue, result: "outage")
-                return .outage
-            }
-            // Always two rolls per request, so a seed replays the same faults and latencies.
-            let roll = s.random.unit(), spread = s.random.unit()
-            let latency = s.faults.latency.map { l in
-                l.min + .milliseconds(Int64(Double(SimDurations.milliseconds(l.max - l.min)) * spread))
-            } ?? .zero
-            return .proceed(fault: s.faults.fault(forRoll: roll), latency: latency)
-        }
-        guard case .proceed(let fault, let latency) = plan else {
-            return .text(status: 503, "Service Unavailable (simulated outage)")
+        guard case .proceed(let fault, let latency) = state.withLock({ plan(&$0, endpoint: endpoint, arrival: arrival) }) else {
+            return Self.outageResponse
         }
         // The answer is worked out on arrival and sent `latency` after arrival: a wave of
         // requests whose sleeps end together must not also queue behind each other's JSON work.
@@ -57,22 +45,61 @@ final class SimEngine: Sendable {
         let answer = fault == nil || fault == .malformed
             ? SimVerifyResponder.answer(request.body, endpoint: endpoint, sharedSecret: sharedSecret) : nil
         if latency > .zero { try? await Task.sleep(until: arrival + latency, clock: .continuous) }
+        if fault == .hang {
+            record(endpoint, "hang")
+            await hangs.hang(upTo: hangLimit)
+            return Self.closeWithoutAnswer
+        }
+        return respond(fault, answer, request, endpoint: endpoint)
+    }
 
+    /// The response when it is due at once (no latency, no hang configured), worked out on the
+    /// server's loop thread; nil when only `verify` can give it. Rolls the dice only when it answers,
+    /// so a seed replays the same faults either way.
+    func verifyAtOnce(_ request: HTTPRequest, endpoint: SimVerifyResponder.Endpoint) -> HTTPResponse? {
+        let arrival = ContinuousClock.now
+        let plan = state.withLock { s -> Plan? in
+            guard s.faults.latency == nil, s.faults.hangRate == 0 else { return nil }
+            return self.plan(&s, endpoint: endpoint, arrival: arrival)
+        }
+        switch plan {
+        case nil: return nil
+        case .outage: return Self.outageResponse
+        case .proceed(let fault, _): return respond(fault, nil, request, endpoint: endpoint)
+        }
+    }
+
+    private static let outageResponse = HTTPResponse.text(status: 503, "Service Unavailable (simulated outage)")
+
+    /// Outage or not, and the request's fault and latency: always two rolls per request, so a
+    /// seed replays the same faults and latencies.
+    private func plan(_ s: inout State, endpoint: SimVerifyResponder.Endpoint, arrival: ContinuousClock.Instant) -> Plan {
+        if let window = s.outageWindow, window.contains(arrival) {
+            s.stats.record(endpoint: endpoint.rawValue, result: "outage")
+            return .outage
+        }
+        let roll = s.random.unit(), spread = s.random.unit()
+        let latency = s.faults.latency.map { l in
+            l.min + .milliseconds(Int64(Double(SimDurations.milliseconds(l.max - l.min)) * spread))
+        } ?? .zero
+        return .proceed(fault: s.faults.fault(forRoll: roll), latency: latency)
+    }
+
+    /// What a request with `fault` (other than a hang) is sent, recorded in the stats; `answer` is
+    /// the body's answer when already worked out.
+    private func respond(_ fault: SimFault?, _ answer: SimVerifyResponder.Answer?, _ request: HTTPRequest,
+                         endpoint: SimVerifyResponder.Endpoint) -> HTTPResponse {
         let result: String
         let response: HTTPResponse
         var answered: SimVerifyResponder.Answer?
         switch fault {
-        case .hang:
-            record(endpoint, "hang")
-            await hangs.hang(upTo: hangLimit)
-            return Self.closeWithoutAnswer
-        case .reset:
-            record(endpoint, "reset")
+        case .hang, .reset:
+            record(endpoint, fault == .hang ? "hang" : "reset")
             return Self.closeWithoutAnswer
         case .httpError(let status):
             (result, response) = ("http_\(status)", .text(status: status, "simulated server error"))
         case .malformed:
-            let body = answer?.body ?? []
+            let body = (answer ?? SimVerifyResponder.answer(request.body, endpoint: endpoint, sharedSecret: sharedSecret)).body
             (result, response) = ("malformed", .json(status: 200, Array(body.prefix(max(1, body.count / 2)))))
         case .status21005:
             (result, response) = ("status_21005", .json(status: 200, Array(#"{"status":21005}"#.utf8)))

@@ -247,12 +247,13 @@ final class ServerCore: @unchecked Sendable {
     private func dispatch(_ conn: ServerConnection, _ head: RequestHead, _ body: [UInt8]) {
         conn.state = .handling
         conn.deadline = .max  // the handler's own timeouts apply; the grace period bounds shutdown
-        updateInterest(conn)
         let request = HTTPRequest(method: head.method, path: head.path, query: head.query,
                                   version: head.version, headers: head.headers, body: body,
                                   remoteAddress: conn.remoteAddress)
         let token = conn.token
         let handler = self.handler
+        if let response = config.immediateHandler?(request) { return respond(token, response) }
+        updateInterest(conn)
         conn.task = Task {
             let response = await handler(request)
             self.loop.execute { self.respond(token, response) }
@@ -274,30 +275,45 @@ final class ServerCore: @unchecked Sendable {
 
     // MARK: writing
 
+    /// Written as bytes: apple-sim answers thousands of requests a second through here.
     private func serialize(_ response: HTTPResponse, close: Bool, method: String, version: String) -> [UInt8] {
-        var text = "HTTP/1.1 \(response.status) \(HTTPStatus.reason(response.status))\r\n"
-        for (name, value) in response.headers {
-            switch name.lowercased() {
-            case "content-length", "connection", "transfer-encoding": continue
-            default: text += "\(name): \(value)\r\n"
-            }
-        }
         let noBody = HTTPStatus.forbidsBody(response.status)
-        if !noBody || response.status == 304 { text += "Content-Length: \(response.body.count)\r\n" }
-        if close {
-            text += "Connection: close\r\n"
-        } else if version == "HTTP/1.0" {
-            text += "Connection: keep-alive\r\n"
+        let withBody = !noBody && method != "HEAD"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(160 + (withBody ? response.body.count : 0))
+        func add(_ text: String) { bytes.append(contentsOf: text.utf8) }
+        add("HTTP/1.1 ")
+        add(String(response.status))
+        add(" ")
+        add(HTTPStatus.reason(response.status))
+        add("\r\n")
+        for (name, value) in response.headers {
+            if name.equalsIgnoringASCIICase("Content-Length") || name.equalsIgnoringASCIICase("Connection")
+                || name.equalsIgnoringASCIICase("Transfer-Encoding") { continue }
+            add(name)
+            add(": ")
+            add(value)
+            add("\r\n")
         }
-        text += "\r\n"
-        var bytes = Array(text.utf8)
-        if !noBody && method != "HEAD" { bytes.append(contentsOf: response.body) }
+        if !noBody || response.status == 304 {
+            add("Content-Length: ")
+            add(String(response.body.count))
+            add("\r\n")
+        }
+        if close {
+            add("Connection: close\r\n")
+        } else if version == "HTTP/1.0" {
+            add("Connection: keep-alive\r\n")
+        }
+        add("\r\n")
+        if withBody { bytes.append(contentsOf: response.body) }
         return bytes
     }
 
     private func write(_ conn: ServerConnection, _ response: HTTPResponse, close: Bool, method: String, route: String) {
         let now = monotonicNanos()
-        conn.out.append(contentsOf: serialize(response, close: close, method: method, version: conn.request?.version ?? "HTTP/1.1"))
+        let bytes = serialize(response, close: close, method: method, version: conn.request?.version ?? "HTTP/1.1")
+        if conn.out.isEmpty { conn.out = bytes } else { conn.out.append(contentsOf: bytes) }
         conn.closeAfterWrite = close
         conn.state = .writing
         setDeadline(conn, now + bodyTimeout)

@@ -46,25 +46,38 @@ final class HTTPServerTests: XCTestCase {
             let second = try client.readResponse()
             // Two requests in one write: the second waits in the buffer until the first is answered.
             try client.send("GET /c HTTP/1.1\r\nHost: t\r\n\r\nGET /d HTTP/1.1\r\nHost: t\r\n\r\n")
-            var pipelined: [HTTPClientResponse] = []
-            var parser = HTTPResponseParser(isHeadRequest: false, maxBodyBytes: 1 << 20)
-            var pending: [UInt8] = []
-            while pipelined.count < 2 {
-                guard let chunk = try client.readSome() else { break }
-                pending += chunk
-                // Responses may share a read: feed byte-wise so each parser stops at its end.
-                while !pending.isEmpty {
-                    let byte = pending.removeFirst()
-                    if let done = try [byte].withUnsafeBytes({ try parser.feed($0) }) {
-                        pipelined.append(done.response)
-                        parser = HTTPResponseParser(isHeadRequest: false, maxBodyBytes: 1 << 20)
-                    }
-                }
-            }
+            let pipelined = try client.readResponses(2)
             return [first, second] + pipelined
         }
         XCTAssertEqual(responses.map(\.text), ["GET /a ", "GET /b ", "GET /c ", "GET /d "])
         XCTAssertNil(responses[0].header("Connection"))
+        await server.shutdown(grace: .seconds(1))
+    }
+
+    /// apple-sim's mode: what the immediate handler answers is written from the loop thread; what it
+    /// leaves (nil) goes to the async handler; keep-alive and pipelined requests are answered in order.
+    func testImmediateHandlerAnswersOnTheLoopAndHandsTheRestOn() async throws {
+        let server = try makeServer({ configuration in
+            configuration.immediateHandler = { request in
+                // Outside any task: called on the loop thread itself.
+                request.path == "/fast" ? .text(status: 200, "/fast in task: \(withUnsafeCurrentTask { $0 != nil })") : nil
+            }
+        }, handler: { request in
+            try? await Task.sleep(for: .milliseconds(20))
+            return .text(status: 200, "\(request.path) later")
+        })
+        let port = server.port
+        let texts = try await onThread {
+            let client = try RawSocket.connect(port: port)
+            var texts: [String] = []
+            for path in ["/fast", "/slow", "/fast"] {
+                try client.send("GET \(path) HTTP/1.1\r\nHost: t\r\n\r\n")
+                texts.append(try client.readResponse().text)
+            }
+            try client.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\nGET /fast HTTP/1.1\r\nHost: t\r\n\r\n")
+            return texts + (try client.readResponses(2)).map(\.text)
+        }
+        XCTAssertEqual(texts, ["/fast in task: false", "/slow later", "/fast in task: false", "/slow later", "/fast in task: false"])
         await server.shutdown(grace: .seconds(1))
     }
 

@@ -78,6 +78,22 @@ final class RawSocket: @unchecked Sendable {
         }
     }
 
+    /// `count` pipelined responses, which may share a read: fed byte-wise so each parser stops at its end.
+    func readResponses(_ count: Int) throws -> [HTTPClientResponse] {
+        var responses: [HTTPClientResponse] = []
+        var parser = HTTPResponseParser(isHeadRequest: false, maxBodyBytes: 1 << 20)
+        while responses.count < count {
+            guard let chunk = try readSome() else { break }
+            for byte in chunk {
+                if let done = try [byte].withUnsafeBytes({ try parser.feed($0) }) {
+                    responses.append(done.response)
+                    parser = HTTPResponseParser(isHeadRequest: false, maxBodyBytes: 1 << 20)
+                }
+            }
+        }
+        return responses
+    }
+
     /// One request head (and Content-Length body) as a raw test server sees it.
     func readRequest() throws -> (head: String, body: [UInt8])? {
         var buffer: [UInt8] = []

@@ -52,22 +52,26 @@ public struct AppleBenchmark: Sendable {
 
             // Rounds, each the worker beside its ceiling (this machine's speed drifts between minutes);
             // the round with the median ratio is reported.
-            var rounds: [(fast: Measurement, ceiling: Double)] = []
+            var rounds: [(fast: Measurement, ceiling: Double, ceilingServerMicros: Double?)] = []
             for round in 0..<context.number("rounds", default: 3) {
                 let fast = try await measure(client, url: url, count: fastCount, latency: nil, concurrency: fastConcurrency, claimBatch: 500,
                                              tag: "fast-\(runTag)-\(round)")
-                let ceiling = try await moneyCeiling(client, count: fastCount, tag: "raw-\(runTag)-\(round)")
-                rounds.append((fast, ceiling))
+                let (ceiling, ceilingServerMicros) = try await moneyCeiling(client, count: fastCount, tag: "raw-\(runTag)-\(round)")
+                rounds.append((fast, ceiling, ceilingServerMicros))
                 BenchReport.line("apple", "latency_0_round", ["round": "\(round + 1)", "verified_credited_per_s": BenchReport.figure(fast.rate),
-                                 "raw_sql_money_ceiling_per_s": BenchReport.figure(ceiling), "ratio_to_ceiling": String(format: "%.2f", fast.rate / ceiling)])
+                                 "raw_sql_money_ceiling_per_s": BenchReport.figure(ceiling), "ratio_to_ceiling": String(format: "%.2f", fast.rate / ceiling),
+                                 "worker_cpu_us_per_receipt": BenchReport.figure(fast.workerMicrosPerReceipt),
+                                 "postgres_cpu_us_per_receipt": fast.serverMicrosPerReceipt.map(BenchReport.figure) ?? "n/a",
+                                 "ceiling_postgres_cpu_us_per_receipt": ceilingServerMicros.map(BenchReport.figure) ?? "n/a"])
             }
             let ratio = BenchReport.median(rounds.map { $0.fast.rate / $0.ceiling })
-            let (fast, ceiling) = rounds.first { $0.fast.rate / $0.ceiling == ratio } ?? rounds[0]
+            let (fast, ceiling, ceilingServerMicros) = rounds.first { $0.fast.rate / $0.ceiling == ratio } ?? rounds[0]
             BenchReport.line("apple", "latency_0", ["verified_credited_per_s": BenchReport.figure(fast.rate), "receipts": "\(fastCount)",
                              "concurrency": "\(fastConcurrency)", "raw_sql_money_ceiling_per_s": BenchReport.figure(ceiling),
                              "ratio_to_ceiling": String(format: "%.2f", ratio), "rounds": "\(rounds.count)",
                              "worker_cpu_us_per_receipt": BenchReport.figure(fast.workerMicrosPerReceipt),
                              "postgres_cpu_us_per_receipt": fast.serverMicrosPerReceipt.map(BenchReport.figure) ?? "n/a",
+                             "ceiling_postgres_cpu_us_per_receipt": ceilingServerMicros.map(BenchReport.figure) ?? "n/a",
                              "worker_peak_rss_mb": BenchReport.figure(fast.rssMiB)])
             report(fast, phase: "latency_0", claimLimit: min(fastConcurrency, 500))
 
@@ -108,12 +112,17 @@ public struct AppleBenchmark: Sendable {
         })
     }
 
-    /// The same receipts' database writes as set-based SQL (`MoneyPathCeiling`).
-    private func moneyCeiling(_ client: PostgresClient, count: Int, tag: String) async throws -> Double {
+    /// The same receipts' database writes as set-based SQL (`MoneyPathCeiling`): receipts per
+    /// second, and PostgreSQL's CPU per receipt (nil with DATABASE_URL).
+    private func moneyCeiling(_ client: PostgresClient, count: Int, tag: String) async throws -> (rate: Double, serverMicros: Double?) {
         let paid = try await PaidReceipts.prepare(client, tag: tag, count: count, bundleID: "com.example.bench")
         try await paid.enqueue(client)
         _ = try await client.query("ANALYZE iap.job_queue, iap.job_requests")
-        return try await MoneyPathCeiling(client: client, batch: 100).drain(expected: count)
+        let server = await DatabaseServerCPU.locate(client)
+        let before = server?.seconds()
+        let rate = try await MoneyPathCeiling(client: client, batch: 100).drain(expected: count)
+        let serverMicros = server.flatMap { server in before.map { (server.seconds() - $0) * 1e6 / Double(max(1, count)) } }
+        return (rate, serverMicros)
     }
 
     private func measure(_ client: PostgresClient, url: String, count: Int, latency: SimLatency?, concurrency: Int,
