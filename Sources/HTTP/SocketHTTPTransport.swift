@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 import Foundation
+import Synchronization
 
 /// `http://` and `https://` client over non-blocking sockets on one epoll thread, with a keep-alive
 /// pool per scheme, host and port. Thousands of requests in flight cost sockets, not threads. TLS is
@@ -79,7 +80,7 @@ public final class SocketHTTPTransport: HTTPTransport {
                 }
             }
         } onCancel: {
-            exchange.cancelled.withLock { $0 = true }  // seen by `start` if cancellation wins the race
+            exchange.cancelled.store(true, ordering: .releasing)  // seen by `start` if cancellation wins the race
             core.loop.execute { core.cancel(exchange.id) }
         }
     }
@@ -163,8 +164,9 @@ final class ClientExchange: @unchecked Sendable {
     let body: [UInt8]
     let isHead: Bool
     let deadline: UInt64
-    /// Set by a cancelled caller on its own thread; read by `start` on the loop.
-    let cancelled = Locked(false)
+    /// Set by a cancelled caller on its own thread; read by `start` on the loop. Inline, not a lock
+    /// object: one is made per request.
+    let cancelled = Atomic<Bool>(false)
     /// Set once by `perform`, before the exchange is posted to the loop.
     var continuation: CheckedContinuation<HTTPClientResponse, Error>?
     var connection: ClientConnection?
@@ -273,7 +275,7 @@ final class ClientCore: @unchecked Sendable {
     }
 
     func start(_ exchange: ClientExchange) {
-        if exchange.cancelled.withLock({ $0 }) { return exchange.finish(.failure(.cancelled)) }
+        if exchange.cancelled.load(ordering: .acquiring) { return exchange.finish(.failure(.cancelled)) }
         if monotonicNanos() >= exchange.deadline { return exchange.finish(.failure(.timeout)) }
         exchanges[exchange.id] = exchange
         loop.noteDeadline(exchange.deadline)
