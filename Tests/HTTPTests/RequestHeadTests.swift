@@ -11,6 +11,16 @@ final class RequestHeadTests: XCTestCase {
         return String(decoding: try SocketHTTPTransport.serializeHead(request, host: host, port: port, defaultPort: defaultPort), as: UTF8.self)
     }
 
+    /// RFC 9110 tchar, byte by byte: letters, digits and fifteen symbols; nothing else.
+    func testTokenCharactersAreExactlyRFC9110s() {
+        let symbols = Set("!#$%&'*+-.^_`|~".utf8)
+        for byte in UInt8.min...UInt8.max {
+            let expected = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || symbols.contains(byte)
+            XCTAssertEqual(HTTPHead.isTokenChar(byte), expected, "byte \(byte)")
+        }
+    }
+
     func testAPostCarriesItsTargetHostHeadersAndLength() throws {
         XCTAssertEqual(try head("POST", "http://127.0.0.1:8080/verifyReceipt", headers: [("Content-Type", "application/json")], body: Array("{}".utf8)),
                        "POST /verifyReceipt HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n")
