@@ -20,8 +20,6 @@ enum SimRoutes {
         return router
     }
 
-    /// Body: any of the fault settings (flag names, "-" or "_"), values as strings or numbers,
-    /// null/"off" to clear; `"clear": true` first resets everything. Unlisted settings keep their value.
     /// verifyReceipt answered on the server's loop thread when nothing makes it wait (no latency,
     /// no hangs configured): at 0 latency a benchmark's workers send thousands a second, and a task
     /// per request cost the simulator a quarter of its CPU on the cores the worker needs.
@@ -40,6 +38,8 @@ enum SimRoutes {
         }
     }
 
+    /// Body: any of the fault settings (flag names, "-" or "_"), values as strings or numbers,
+    /// null/"off" to clear; `"clear": true` first resets everything. Unlisted settings keep their value.
     private static func updateFaults(_ engine: SimEngine, _ body: [UInt8], logger: Logger?) -> HTTPResponse {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else {
             return .error(status: 400, "expected a JSON object of fault settings")

@@ -113,7 +113,7 @@ public struct AppleBenchmark: Sendable {
     }
 
     /// The same receipts' database writes as set-based SQL (`MoneyPathCeiling`): receipts per
-    /// second, and PostgreSQL's CPU per receipt (nil with DATABASE_URL).
+    /// second, and PostgreSQL's CPU per receipt (nil when the server is not a process of this machine).
     private func moneyCeiling(_ client: PostgresClient, count: Int, tag: String) async throws -> (rate: Double, serverMicros: Double?) {
         let paid = try await PaidReceipts.prepare(client, tag: tag, count: count, bundleID: "com.example.bench")
         try await paid.enqueue(client)
