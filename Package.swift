@@ -42,13 +42,15 @@ let package = Package(
         .target(name: "CLinuxShim"),
         // The generic job engine: claim, complete, retry, leases, maintenance, shutdown.
         .target(name: "Queue", dependencies: ["Postgres", "Observability", "JSONWire"]),
+        // X.509 chains, ES256 keys and signatures, compact JWS: general crypto on OpenSSL, nothing of Apple's.
+        .target(name: "StoreKitCrypto", dependencies: ["COpenSSL", "CCryptoShim"]),
         // Apple: wire formats, status codes, verifyReceipt client.
-        .target(name: "AppStore", dependencies: ["HTTP", "COpenSSL", "CCryptoShim", "CZlib", "UTCTime", "JSONWire"]),
+        .target(name: "AppStore", dependencies: ["HTTP", "StoreKitCrypto", "COpenSSL", "CCryptoShim", "CZlib", "UTCTime", "JSONWire"]),
         // The money: matching, crediting, alerts.
-        .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "Observability", "HTTP", "JSONWire"]),
+        .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "StoreKitCrypto", "Observability", "HTTP", "JSONWire"]),
         // Faces.
         .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability", "JSONWire"]),
-        .target(name: "AppleSim", dependencies: ["AppStore", "HTTP", "Observability", "COpenSSL", "JSONWire"]),
+        .target(name: "AppleSim", dependencies: ["AppStore", "StoreKitCrypto", "HTTP", "Observability", "COpenSSL", "JSONWire"]),
         // The support console: a server-rendered web application (SPEC 10).
         .target(name: "SupportConsole", dependencies: ["Postgres", "HTTP", "Observability", "Queue", "AppStore", "Settlement", "COpenSSL"]),
         // Workloads the CLI runs but does not hold: the benchmarks and the demo's tour.
@@ -57,7 +59,7 @@ let package = Package(
         .executableTarget(
             name: "ReceiptWorkerCLI",
             dependencies: ["Postgres", "EmbeddedPostgres", "Observability", "HTTP", "Queue",
-                           "AppStore", "Settlement", "Ingest", "AppleSim", "Workloads", "SupportConsole", "CLinuxShim"]
+                           "AppStore", "StoreKitCrypto", "Settlement", "Ingest", "AppleSim", "Workloads", "SupportConsole", "CLinuxShim"]
         ),
         .target(name: "TestSupport", dependencies: ["Postgres", "EmbeddedPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "UTCTimeTests", dependencies: ["UTCTime"]),
@@ -66,8 +68,8 @@ let package = Package(
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability", "TestSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "AppleSim"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "TestSupport", "EmbeddedPostgres"]),
-        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppleSim", "HTTP", "JSONWire"]),
-        .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "StoreKitCrypto", "AppleSim", "HTTP", "JSONWire"]),
+        .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "StoreKitCrypto", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
         .testTarget(name: "SupportConsoleTests", dependencies: ["SupportConsole", "TestSupport", "EmbeddedPostgres", "HTTP", "Observability", "Postgres",
                                                                 "Settlement", "Queue", "Ingest"]),

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import StoreKitCrypto
 
 /// Credentials for the App Store Connect API (`APPSTORECONNECT_*` settings): a team key with the
 /// Sales role, distinct from the in-app purchase key of the App Store Server API.

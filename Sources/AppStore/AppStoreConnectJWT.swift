@@ -1,4 +1,5 @@
 import Foundation
+import StoreKitCrypto
 
 /// The claims of an App Store Connect API token: a team key's, so no `bid`.
 public struct AppStoreConnectJWTClaims: Codable, Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import StoreKitCrypto
 
 /// The claims of an App Store Server API token.
 public struct AppStoreJWTClaims: Codable, Sendable, Equatable {

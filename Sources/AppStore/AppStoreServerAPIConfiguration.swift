@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import StoreKitCrypto
 
 /// Credentials and endpoints for the App Store Server API (`APPSTORE_*` settings). The private
 /// key prints as `<redacted>`; tokens are minted per request and never stored or logged.

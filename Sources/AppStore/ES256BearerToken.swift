@@ -1,4 +1,5 @@
 import Foundation
+import StoreKitCrypto
 
 /// What App Store Server API and App Store Connect API tokens share: an ES256 compact JWS with
 /// `kid` and `typ JWT`, and `aud`, `iat`, `exp` claims whose lifetime Apple bounds (60 and 20

@@ -1,4 +1,5 @@
 import Foundation
+import StoreKitCrypto
 import Synchronization
 
 /// Leaf keys of chains already verified, keyed by the exact x5c strings, so a burst of JWS from

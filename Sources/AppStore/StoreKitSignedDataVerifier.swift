@@ -1,4 +1,5 @@
 import Foundation
+import StoreKitCrypto
 
 /// A signed transaction that passed every check.
 public struct VerifiedTransaction: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import StoreKitCrypto
 
 /// The certificates StoreKit chains must end in.
 public enum StoreKitTrustedRoots {

@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import JSONWire
+import StoreKitCrypto
 import Synchronization
 
 /// The simulator's App Store Server API: Get Transaction Info for transactions it has been told

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import StoreKitCrypto
 
 /// A private stand-in for Apple's StoreKit signing PKI: root → intermediate (WWDR marker OID)
 /// → leaf (receipt-signing marker OID), generated in memory. The worker trusts it through

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import StoreKitCrypto
 
 /// Minting signed transactions and notifications (simulator endpoints, tests, the demo).
 extension SimSigningChain {

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import StoreKitCrypto
 
 /// Bulk setups for benchmarks and demos: many transactions Apple knows, many notifications it
 /// failed to deliver.

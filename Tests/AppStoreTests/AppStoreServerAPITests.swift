@@ -2,6 +2,7 @@ import AppStore
 import AppleSim
 import Foundation
 import HTTP
+import StoreKitCrypto
 import XCTest
 
 final class AppStoreServerAPITests: XCTestCase {

@@ -1,6 +1,7 @@
 import AppStore
 import AppleSim
 import Foundation
+import StoreKitCrypto
 import XCTest
 
 /// Leak check: OpenSSL objects that are not freed show up as steady RSS growth over many calls.

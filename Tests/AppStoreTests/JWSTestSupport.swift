@@ -1,6 +1,7 @@
 import AppStore
 import AppleSim
 import Foundation
+import StoreKitCrypto
 
 /// Fixed dates and chains for the StoreKit 2 tests: every verification is judged at the
 /// payload's `signedDate`, so nothing here depends on the wall clock.

@@ -2,6 +2,7 @@ import AppStore
 import AppleSim
 import Foundation
 import HTTP
+import StoreKitCrypto
 import XCTest
 
 /// The App Store Connect API client against apple-sim: a team-key token (aud appstoreconnect-v1,

@@ -1,6 +1,7 @@
 import AppStore
 import AppleSim
 import Foundation
+import StoreKitCrypto
 import XCTest
 
 final class SignedDataNotificationTests: XCTestCase {

@@ -2,6 +2,7 @@ import AppStore
 import AppleSim
 import Foundation
 import HTTP
+import StoreKitCrypto
 import XCTest
 
 /// apple-sim refuses what Apple refuses (SPEC 9.4): the test walks the table of Apple's error codes

@@ -2,6 +2,7 @@ import AppStore
 import AppleSim
 import Foundation
 import HTTP
+import StoreKitCrypto
 import XCTest
 
 /// apple-sim checks the App Store Server API bearer token as Apple does (ES256 with the configured

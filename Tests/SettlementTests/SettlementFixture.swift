@@ -5,6 +5,7 @@ import Observability
 import Postgres
 import Queue
 import Settlement
+import StoreKitCrypto
 import TestSupport
 
 /// How the fixture's worker reaches PostgreSQL (SPEC 8): directly, or through PgBouncer in

@@ -5,6 +5,7 @@ import HTTP
 import Ingest
 import Observability
 import Postgres
+import StoreKitCrypto
 import XCTest
 
 /// StoreKit 2: signed transactions from the app, and Apple's server notifications posted

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import StoreKitCrypto
 
 /// The App Store Connect API client for sales reports, from the `APPSTORECONNECT_*` settings (all required).
 enum SalesReportAccess {

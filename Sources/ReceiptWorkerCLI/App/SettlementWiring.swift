@@ -5,6 +5,7 @@ import Observability
 import Postgres
 import Queue
 import Settlement
+import StoreKitCrypto
 
 /// Builds the Apple verifier, settlement and alerting from the checked settings.
 struct SettlementWiring: Sendable {

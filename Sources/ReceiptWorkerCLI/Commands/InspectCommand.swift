@@ -2,6 +2,7 @@ import Observability
 import AppStore
 import AppleSim
 import Foundation
+import StoreKitCrypto
 
 /// `receipt-worker inspect FILE|-`: what support runs on a JWS or a receipt a buyer sent:
 /// decodes it, runs the same checks the worker runs, and says which one failed and why.
