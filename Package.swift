@@ -48,6 +48,8 @@ let package = Package(
         .target(name: "AppStore", dependencies: ["HTTP", "StoreKitCrypto", "COpenSSL", "CCryptoShim", "CZlib", "UTCTime", "JSONWire"]),
         // The money: matching, crediting, alerts.
         .target(name: "Settlement", dependencies: ["Postgres", "Queue", "AppStore", "StoreKitCrypto", "Observability", "HTTP", "JSONWire"]),
+        // Apple's books against the ledger: the daily sales summary, per product, and the buyers behind a gap.
+        .target(name: "Reconciliation", dependencies: ["Postgres", "Queue", "AppStore", "StoreKitCrypto", "Settlement", "Observability", "JSONWire"]),
         // Faces.
         .target(name: "Ingest", dependencies: ["Postgres", "HTTP", "Observability", "JSONWire"]),
         .target(name: "AppleSim", dependencies: ["AppStore", "StoreKitCrypto", "HTTP", "Observability", "COpenSSL", "JSONWire"]),
@@ -55,11 +57,11 @@ let package = Package(
         .target(name: "SupportConsole", dependencies: ["Postgres", "HTTP", "Observability", "Queue", "AppStore", "Settlement", "COpenSSL"]),
         // Workloads the CLI runs but does not hold: the benchmarks and the demo's tour.
         .target(name: "Workloads", dependencies: ["Postgres", "EmbeddedPostgres", "Observability", "HTTP", "Queue",
-                                                  "AppStore", "Settlement", "Ingest", "AppleSim", "SupportConsole"]),
+                                                  "AppStore", "Settlement", "Reconciliation", "Ingest", "AppleSim", "SupportConsole"]),
         .executableTarget(
             name: "ReceiptWorkerCLI",
             dependencies: ["Postgres", "EmbeddedPostgres", "Observability", "HTTP", "Queue",
-                           "AppStore", "StoreKitCrypto", "Settlement", "Ingest", "AppleSim", "Workloads", "SupportConsole", "CLinuxShim"]
+                           "AppStore", "StoreKitCrypto", "Settlement", "Reconciliation", "Ingest", "AppleSim", "Workloads", "SupportConsole", "CLinuxShim"]
         ),
         .target(name: "TestSupport", dependencies: ["Postgres", "EmbeddedPostgres"], path: "Tests/TestSupport"),
         .testTarget(name: "UTCTimeTests", dependencies: ["UTCTime"]),
@@ -69,7 +71,7 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "AppleSim"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "TestSupport", "EmbeddedPostgres"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "StoreKitCrypto", "AppleSim", "HTTP", "JSONWire"]),
-        .testTarget(name: "SettlementTests", dependencies: ["Settlement", "AppleSim", "AppStore", "StoreKitCrypto", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
+        .testTarget(name: "SettlementTests", dependencies: ["Settlement", "Reconciliation", "AppleSim", "AppStore", "StoreKitCrypto", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
         .testTarget(name: "SupportConsoleTests", dependencies: ["SupportConsole", "TestSupport", "EmbeddedPostgres", "HTTP", "Observability", "Postgres",
                                                                 "Settlement", "Queue", "Ingest"]),

@@ -4,6 +4,7 @@ import Foundation
 import HTTP
 import Observability
 import Postgres
+@testable import Reconciliation
 @testable import Settlement
 import TestSupport
 

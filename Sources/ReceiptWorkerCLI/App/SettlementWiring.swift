@@ -4,6 +4,7 @@ import HTTP
 import Observability
 import Postgres
 import Queue
+import Reconciliation
 import Settlement
 import StoreKitCrypto
 

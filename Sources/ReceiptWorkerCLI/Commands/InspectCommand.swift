@@ -1,7 +1,7 @@
-import Observability
 import AppStore
 import AppleSim
 import Foundation
+import Observability
 import StoreKitCrypto
 
 /// `receipt-worker inspect FILE|-`: what support runs on a JWS or a receipt a buyer sent:

@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import Observability
 import Postgres
+import Reconciliation
 import Settlement
 
 /// `reconcile --date YYYY-MM-DD [--json]`: one Pacific day of Apple's sales summary against the ledger (SPEC 11).

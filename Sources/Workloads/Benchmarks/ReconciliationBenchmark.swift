@@ -3,6 +3,7 @@ import AppleSim
 import Foundation
 import Observability
 import Postgres
+import Reconciliation
 import Settlement
 
 /// `bench reconcile`: one Pacific day of `--jobs` purchases (default 1,000,000) over 20 products and

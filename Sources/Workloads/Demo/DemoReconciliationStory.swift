@@ -3,6 +3,7 @@ import AppleSim
 import Foundation
 import Observability
 import Postgres
+import Reconciliation
 import Settlement
 
 /// The demo's reconciliation story (SPEC 11): Apple sold paul a gems_500 yesterday that never reached

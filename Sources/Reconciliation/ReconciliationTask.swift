@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import Observability
 import Queue
+import Settlement
 
 /// SPEC 11's metrics: the last gap per product and the last Pacific day Apple published and we compared.
 public struct ReconciliationMetrics: Sendable {

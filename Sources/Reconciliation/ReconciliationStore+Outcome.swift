@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import Postgres
+import Settlement
 
 /// How a reconciled day stands, as the console's Reconciliation page lists it.
 public enum ReconciliationOutcome: String, Sendable, CaseIterable {

@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import Observability
 import Postgres
+import Settlement
 import StoreKitCrypto
 
 /// SPEC 11: for a product-day where Apple sold more than we credited, pulls the nameable buyers'

@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import Postgres
+import Settlement
 
 /// The reconciliation's SQL, each statement in one place.
 struct ReconciliationStore: Sendable {

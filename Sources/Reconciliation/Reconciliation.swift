@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import Observability
 import Postgres
+import Settlement
 
 /// Where a day's sales summary comes from: the App Store Connect API (or a test's stand-in).
 public protocol SalesReportSource: Sendable {
