@@ -203,15 +203,6 @@ final class SocketHTTPTransportTests: XCTestCase {
         }
     }
 
-    func testURLErrorMapping() {
-        XCTAssertEqual(URLSessionTransport.map(URLError(.timedOut)), .timeout)
-        XCTAssertEqual(URLSessionTransport.map(URLError(.networkConnectionLost)), .connectionReset)
-        XCTAssertEqual(URLSessionTransport.map(CancellationError()), .cancelled)
-        guard case .tlsFailure = URLSessionTransport.map(URLError(.serverCertificateUntrusted)) else {
-            return XCTFail("certificate errors must surface as TLS failures")
-        }
-    }
-
     private func assertThrows(_ expected: HTTPClientError, file: StaticString = #filePath, line: UInt = #line,
                               _ body: () async throws -> HTTPClientResponse) async {
         do {

@@ -4,10 +4,16 @@ import Postgres
 /// several console processes. The table keeps only SHA-256 of the cookie value.
 /// A session ends at its absolute expiry or after `idleSeconds` without a request, whichever
 /// comes first; disabling the user or changing the password deletes it.
-struct SessionStore: Sendable {
+package struct SessionStore: Sendable {
     let client: PostgresClient
     let lifetimeSeconds: Double
     var idleSeconds: Double = 30 * 60
+
+    package init(client: PostgresClient, lifetimeSeconds: Double, idleSeconds: Double = 30 * 60) {
+        self.client = client
+        self.lifetimeSeconds = lifetimeSeconds
+        self.idleSeconds = idleSeconds
+    }
 
     static let createSQL = """
         INSERT INTO iap.console_sessions (token_hash, user_name, csrf_token, expires_at)
@@ -25,7 +31,7 @@ struct SessionStore: Sendable {
     static let purgeSQL = "DELETE FROM iap.console_sessions WHERE expires_at < now() OR last_seen_at < now() - make_interval(secs => $1)"
 
     /// A new session for `user`; returns the cookie value.
-    func create(for userName: String) async throws -> String {
+    package func create(for userName: String) async throws -> String {
         let token = Hex.random(bytes: 32)
         _ = try await client.query(Self.purgeSQL, [idleSeconds])
         _ = try await client.query(Self.createSQL, [token, userName, Hex.random(bytes: 32), lifetimeSeconds])

@@ -43,8 +43,10 @@ public struct ThroughputWindow: Sendable {
     }
 }
 
-struct ThroughputStore: Sendable {
+package struct ThroughputStore: Sendable {
     let client: PostgresClient
+
+    package init(client: PostgresClient) { self.client = client }
 
     /// From the log of finished jobs (migration 0028: a row per outcome per completion), not from
     /// the jobs themselves: a day's chart is a day's completion batches, however many jobs they
@@ -57,8 +59,8 @@ struct ThroughputStore: Sendable {
         GROUP BY 1, 2 ORDER BY 1
         """
 
-    func lastHour() async throws -> ThroughputWindow { try await window("1 hour", bucket: "minute", seconds: 3600, bucketSeconds: 60) }
-    func lastDay() async throws -> ThroughputWindow { try await window("1 day", bucket: "hour", seconds: 86_400, bucketSeconds: 3600) }
+    package func lastHour() async throws -> ThroughputWindow { try await window("1 hour", bucket: "minute", seconds: 3600, bucketSeconds: 60) }
+    package func lastDay() async throws -> ThroughputWindow { try await window("1 day", bucket: "hour", seconds: 86_400, bucketSeconds: 3600) }
 
     private func window(_ width: String, bucket: String, seconds: Double, bucketSeconds: Double) async throws -> ThroughputWindow {
         let rows = try await client.query(Self.windowSQL, [width, bucket]).map { row in

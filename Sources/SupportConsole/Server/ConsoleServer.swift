@@ -40,7 +40,7 @@ public final class ConsoleServer: Sendable {
 }
 
 /// The console's dependencies, shared by its route handlers.
-struct ConsoleApp: Sendable {
+package struct ConsoleApp: Sendable {
     let configuration: ConsoleConfiguration
     let client: PostgresClient
     let registry: MetricsRegistry

@@ -4,7 +4,7 @@ import Queue
 import Settlement
 
 extension ConsoleApp {
-    static let exactFinishedLimit = 10_000
+    package static let exactFinishedLimit = 10_000
 
     func addReadPages(to router: inout HTTPRouter) {
         router.get("/", readable { _, _, user, _ in

@@ -52,10 +52,12 @@ enum Cookies {
 /// The console's cookie names and attributes. Secure cookies take the `__Host-` prefix: the
 /// browser then accepts them only with `Secure`, `Path=/` and no `Domain`, so a sibling subdomain
 /// cannot plant or shadow them.
-struct CookiePolicy: Sendable {
+package struct CookiePolicy: Sendable {
     let secure: Bool
 
-    var session: String { prefix + "rw_console_session" }
+    package init(secure: Bool) { self.secure = secure }
+
+    package var session: String { prefix + "rw_console_session" }
     var loginCSRF: String { prefix + "rw_console_login_csrf" }
     private var prefix: String { secure ? "__Host-" : "" }
 

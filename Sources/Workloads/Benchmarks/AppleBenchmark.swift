@@ -1,7 +1,7 @@
-import HTTP
 import AppStore
 import AppleSim
 import Foundation
+import HTTP
 import Observability
 import Postgres
 

@@ -1,7 +1,7 @@
-import HTTP
 import AppleSim
 import EmbeddedPostgres
 import Foundation
+import HTTP
 import Observability
 import Postgres
 

@@ -1,5 +1,5 @@
-import HTTP
 import Foundation
+import HTTP
 import Observability
 import Postgres
 import SupportConsole

@@ -1,5 +1,5 @@
-import HTTP
 import Foundation
+import HTTP
 import Postgres
 
 /// What PostgreSQL allows for the money path's writes: the same work per receipt as the

@@ -1,8 +1,8 @@
 import AppleSim
 import EmbeddedPostgres
 import Foundation
-import Observability
 import HTTP
+import Observability
 import Postgres
 import Synchronization
 

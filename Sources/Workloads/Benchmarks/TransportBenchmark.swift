@@ -1,8 +1,8 @@
 import AppStore
 import AppleSim
 import Foundation
-import Observability
 import HTTP
+import Observability
 
 /// `bench transport`: the HTTP clients alone under Apple-shaped load — `--concurrency`
 /// requests always in flight (default 2000) answered after 3 s, for `--seconds` (default 20):

@@ -1,4 +1,5 @@
 import Postgres
+import SupportConsole
 
 /// `bench console`'s data: jobs spread over 30 days of retention, a ledger, alerts (most
 /// resolved), all written set-based with generate_series, then VACUUM ANALYZE so the planner

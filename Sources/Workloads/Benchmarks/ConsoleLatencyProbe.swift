@@ -4,6 +4,7 @@ import Observability
 import Postgres
 import Queue
 import Settlement
+import SupportConsole
 
 /// Times every console page against a running console over loopback: each figure is a full
 /// request round trip (an upper bound of the server's own time), signed in as a support user.

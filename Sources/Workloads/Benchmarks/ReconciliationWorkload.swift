@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import SupportConsole
 
 /// `bench console`'s reconciliation book: two years of Pacific days, 20 in-app products a day, one
 /// product-day in 50 with a gap and its alert (most resolved), so the Reconciliation page is timed

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import HTTP
 
 /// `https://` through URLSession: one long-lived ephemeral session (no cookies, no cache).
 /// Certificate verification is the system default and is never relaxed: no delegate is installed.
