@@ -1,12 +1,28 @@
+import JSONWire
+
 /// Field rules shared by every submission kind, so each 400 message is worded in one place.
 struct SubmissionFields {
     /// Identifiers (user, order, product) longer than this are refused: they are keys, not documents.
     static let maximumIdentifierLength = 256
 
-    let members: [String: JSONMember]
+    let members: [String: JSONValue]
 
+    /// Exactly one JSON object, read by the strict reader every module shares; its refusals
+    /// become 400 messages that say what is wrong and at which byte (counted from 1).
     init(json bytes: UnsafeBufferPointer<UInt8>) throws {
-        members = try JSONObjectScanner.parseObject(bytes)
+        guard bytes.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) else {
+            throw IngestValidationError("malformed JSON: empty document")
+        }
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(bytes)
+        } catch {
+            throw IngestValidationError(error.offset < bytes.count
+                ? "malformed JSON: \(error.reason) at byte \(error.offset + 1)"
+                : "malformed JSON: unexpected end of input")
+        }
+        guard case .object(let members) = document else { throw IngestValidationError("body must be a JSON object") }
+        self.members = members
     }
 
     /// A required, non-empty string (whitespace alone counts as empty).
