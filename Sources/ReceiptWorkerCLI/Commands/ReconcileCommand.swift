@@ -18,7 +18,7 @@ enum ReconcileCommand {
                Settings.privateKeyFile, Settings.appStoreRatePerSecond, Settings.appStoreRatePerHour] + Settings.logging,
         flags: [
             CommandFlag(name: "date", takesValue: true, help: "the Pacific-time reporting day, YYYY-MM-DD"),
-            CommandFlag(name: "json", takesValue: false, help: "print SPEC 11's JSON instead of a table"),
+            CommandFlag(name: "json", takesValue: false, help: "print the day as JSON (day, available, products) instead of a table"),
         ],
         positionals: 0...0)
 
