@@ -102,7 +102,7 @@ public final class SocketHTTPTransport: HTTPTransport {
             throw HTTPClientError.invalidRequest("invalid method")
         }
         // Written as bytes, the target read off the URL's own parse: every Apple call pays this, and
-        // a URLComponents parse and string concatenations were most of it.
+        // a URLComponents parse and string concatenations would be most of it.
         var head: [UInt8] = []
         head.reserveCapacity(256)
         func add(_ text: String) { head.append(contentsOf: text.utf8) }
@@ -561,7 +561,7 @@ final class ClientCore: @unchecked Sendable {
         conn.state = .idle
         conn.idleSince = monotonicNanos()
         setInterest(conn, EventLoop.readable)
-        // Appended in place: a copy of the list here copied thousands of pooled connections per response.
+        // Appended in place: a copy of the list here would copy thousands of pooled connections per response.
         idle[conn.key, default: []].append(conn)
         loop.noteDeadline(conn.idleSince + idleTimeout)
     }

@@ -1,6 +1,6 @@
 /// A strict, allocation-light reader for one flat JSON object: the request bodies and NDJSON lines
-/// of SPEC 4. Hand-written rather than JSONSerialization so that (a) wrong types are seen exactly
-/// (no NSNumber/Bool bridging surprises), (b) the bulk loader can parse 50,000+ lines a second, and
+/// of the ingest API. Hand-written rather than JSONSerialization so that (a) wrong types are seen exactly
+/// (no NSNumber/Bool bridging surprises), (b) the bulk loader's cost per line stays small, and
 /// (c) invalid UTF-8, lone surrogates and trailing garbage are rejected instead of repaired.
 /// Only string members are decoded; other values are validated and reported by type.
 enum JSONMember: Equatable {
