@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// The App Store Server API endpoints this worker calls, grouped as the fleet limit counts them:
-/// one budget per family (SPEC 9). The raw value is the metric label and the limiter row key.
+/// one budget per family. The raw value is the metric label and the limiter row key.
 public enum AppStoreAPIFamily: String, Sendable, CaseIterable {
     case transactionInfo = "transaction_info"
     case notificationHistory = "notification_history"
@@ -27,7 +27,7 @@ public enum RateLimitReservation: Sendable, Equatable {
     case refused(nearest: Duration)
 }
 
-/// One rate limit shared by every process that calls Apple (SPEC 9): a slot per request, and a
+/// One rate limit shared by every process that calls Apple: a slot per request, and a
 /// fleet-wide pause when Apple answers 429. Implementations: `InMemoryRateLimiter` (one process,
 /// unit tests) and the PostgreSQL one in Settlement (the fleet). Callers use `acquire`.
 public protocol AppStoreRateLimiter: Sendable {

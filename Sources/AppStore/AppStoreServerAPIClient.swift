@@ -1,7 +1,7 @@
 import Foundation
 import HTTP
 
-/// The App Store Server API (SPEC 5.6, 9): Get Transaction Info (production first, the sandbox when
+/// The App Store Server API: Get Transaction Info (production first, the sandbox when
 /// production answers 4040010), Get Notification History, Send Consumption Information (v2) and Look
 /// Up Order ID. Every request first takes a grant from the fleet limiter; a 429 pauses the whole
 /// fleet for Apple's Retry-After. Never throws and never logs; the bearer token is minted per request
@@ -145,7 +145,7 @@ public final class AppStoreServerAPIClient: Sendable {
         observer.appStoreAPIRequestFinished(endpoint: family.rawValue, result: label)
         if case .failure(let error) = result, error.reason == "rate_limited" {
             observer.appStoreAPIThrottled(family: family.rawValue, source: "apple_429")
-            // The whole fleet waits, not only this process (SPEC 9).
+            // The whole fleet waits, not only this process.
             try? await limiter.pause(family, for: error.retryAfter ?? .seconds(1))
         }
         return result

@@ -2,7 +2,7 @@ import Foundation
 import HTTP
 import JSONWire
 
-/// Calls verifyReceipt and turns Apple's answer into a `ReceiptVerdict` (SPEC §5.1).
+/// Calls verifyReceipt and turns Apple's answer into a `ReceiptVerdict`.
 /// One instance (one long-lived transport with its connection pool) serves all jobs of a process.
 /// It never throws and never logs: every failure becomes a verdict whose texts are safe to store.
 public final class AppleReceiptClient: Sendable {

@@ -1,4 +1,4 @@
-/// verifyReceipt status codes and what each means for a job (SPEC §5.1).
+/// verifyReceipt status codes and what each means for a job.
 enum AppleStatusCodes {
     static let ok = 0
     static let subscriptionExpired = 21006

@@ -1,4 +1,4 @@
-/// Permanent rejections; raw values are the job outcomes of SPEC §3.
+/// Permanent rejections; raw values are job outcomes of state `failed`.
 public enum RejectionOutcome: String, Sendable, Equatable, CaseIterable {
     case invalidReceipt = "invalid_receipt"
     case wrongBundle = "wrong_bundle"

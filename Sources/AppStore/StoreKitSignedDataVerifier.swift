@@ -15,10 +15,10 @@ public struct VerifiedNotification: Sendable, Equatable {
     public var transaction: VerifiedTransaction?
 }
 
-/// Verifies StoreKit 2 JWS locally (SPEC §5.6), in the order of Apple's App Store Server Library:
+/// Verifies StoreKit 2 JWS locally, in the order of Apple's App Store Server Library:
 /// alg → x5c → chain at `signedDate` → Apple's marker OIDs → signature → payload → bundle id →
-/// environment → (production notifications) app id. Synchronous and CPU-only: a few hundred
-/// microseconds per call, fine on the cooperative pool.
+/// environment → (production notifications) app id. Synchronous and CPU-only (no I/O, a
+/// verified chain cached), fine on the cooperative pool.
 public final class StoreKitSignedDataVerifier: Sendable {
     public static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
     public static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"

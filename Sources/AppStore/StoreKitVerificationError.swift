@@ -15,7 +15,7 @@ public struct StoreKitVerificationError: Error, Sendable, Equatable, CustomStrin
         case environmentMismatch = "environment_mismatch"
         case appIDMismatch = "app_id_mismatch"
 
-        /// The job outcome of SPEC §3/§5.6 this failure leads to.
+        /// The job outcome (state `failed`) this failure leads to.
         public var outcome: String {
             switch self {
             case .bundleMismatch, .appIDMismatch: "wrong_bundle"

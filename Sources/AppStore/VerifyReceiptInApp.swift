@@ -44,7 +44,7 @@ public struct VerifyReceiptInApp: Sendable, Equatable {
     }
 
     /// An array of entries; nil when it is not an array or one element is not an object (the
-    /// list is then unusable as a whole, as it was under JSONDecoder).
+    /// list is then unusable as a whole, as JSONDecoder would read it).
     static func entries(json: JSONValue) -> [VerifyReceiptInApp]? {
         guard let items = json.arrayValue else { return nil }
         var entries: [VerifyReceiptInApp] = []

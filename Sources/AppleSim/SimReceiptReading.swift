@@ -3,7 +3,7 @@ import JSONWire
 
 /// Reads a receipt's JSON with Codable's rules (what `mint()` writes): a required member must
 /// have its type, an optional one may be absent or null, and a member of the wrong type rejects
-/// the receipt. By hand on `JSONValue` because JSONDecoder was a large share of the simulator's CPU.
+/// the receipt. By hand on `JSONValue`: JSONDecoder is too costly on the simulator's per-request path.
 extension SimReceipt {
     init(json: JSONValue) throws(SimReceiptRejected) {
         let members = try StrictMembers(json)

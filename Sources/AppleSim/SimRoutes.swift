@@ -22,7 +22,7 @@ enum SimRoutes {
 
     /// verifyReceipt answered on the server's loop thread when nothing makes it wait (no latency,
     /// no hangs configured): at 0 latency a benchmark's workers send thousands a second, and a task
-    /// per request cost the simulator a quarter of its CPU on the cores the worker needs.
+    /// per request would cost the simulator CPU on the cores the worker needs.
     static func immediate(_ engine: SimEngine) -> @Sendable (HTTPRequest) -> HTTPResponse? {
         return { request in
             guard request.method == "POST" else { return nil }

@@ -9,7 +9,7 @@ enum LoopbackSocket {
     /// Close-on-exec: a server program we start later (pg_ctl, and the postmaster it leaves
     /// running) must not inherit the proxy's sockets. An inherited copy keeps a socket open after
     /// the proxy closes it, so the peer never sees the FIN: a standby whose primary restarted
-    /// kept waiting on a dead walsender and a synchronous primary stopped committing.
+    /// keeps waiting on a dead walsender and a synchronous primary stops committing.
     static let streamType = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
 
     /// Marks a descriptor from `accept` close-on-exec (`accept4` is not in Swift's Glibc).

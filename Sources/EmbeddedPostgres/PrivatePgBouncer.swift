@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// The distribution's PgBouncer in front of a private cluster, for tests and benchmarks of
-/// the pooled deployment (SPEC 8). Trust authentication on loopback; every database name
+/// the pooled deployment. Trust authentication on loopback; every database name
 /// is passed through to the cluster.
 public final class PrivatePgBouncer: Sendable {
     public enum PoolMode: String, Sendable { case session, transaction }

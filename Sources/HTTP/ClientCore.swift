@@ -315,7 +315,7 @@ final class ClientCore: @unchecked Sendable {
         conn.state = .idle
         conn.idleSince = monotonicNanos()
         setInterest(conn, EventLoop.readable)
-        // Appended in place: a copy of the list here copied thousands of pooled connections per response.
+        // Appended in place: a copy of the list here would copy thousands of pooled connections per response.
         idle[conn.key, default: []].append(conn)
         loop.noteDeadline(conn.idleSince + idleTimeout)
     }

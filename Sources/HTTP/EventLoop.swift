@@ -168,7 +168,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// The inbox and `turnJobs` trade buffers, so neither is reallocated per turn (a copy out and
-    /// `removeAll(keepingCapacity:)` allocated a buffer of thousands of jobs every turn).
+    /// `removeAll(keepingCapacity:)` would allocate a buffer of thousands of jobs every turn).
     private func runJobs() {
         inbox.withLock { inbox in swap(&inbox.jobs, &turnJobs) }
         for job in turnJobs { job() }

@@ -63,7 +63,7 @@ enum HTTPHead {
     }
 
     /// RFC 9110 tchar. Spelled out: every header name of every request and response is checked
-    /// byte by byte (an array of the symbols was allocated per "-").
+    /// byte by byte, so the check allocates nothing.
     static func isTokenChar(_ c: UInt8) -> Bool {
         switch c {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),

@@ -115,7 +115,7 @@ enum HTTPStatus {
 
 extension StringProtocol {
     /// ASCII case-insensitive equality. Header names and tokens are ASCII; Foundation's
-    /// locale-aware compare showed up in profiles on the request path.
+    /// locale-aware compare is costly on the request path.
     func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
         let left = utf8, right = other.utf8
         guard left.count == right.count else { return false }

@@ -1,4 +1,4 @@
-/// Limits default to values that keep slow or hostile clients cheap (see SPEC §4).
+/// Limits default to values that keep slow or hostile clients cheap.
 public struct HTTPServerConfiguration: Sendable {
     public var host: String
     public var port: Int

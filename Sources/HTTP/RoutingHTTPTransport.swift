@@ -2,8 +2,8 @@ import Foundation
 
 /// Picks the transport by scheme (`plain` for http, `tls` for https) and optionally refuses plain
 /// HTTP to non-loopback hosts. By default both are one `SocketHTTPTransport`, TLS on OpenSSL:
-/// URLSession on Linux answered ~240/s at 2,000 requests in flight and 3 s of latency where the
-/// socket transport answers ~650/s (`receipt-worker bench transport`).
+/// URLSession on Linux stalls with thousands of requests in flight and Apple's seconds of
+/// latency (`receipt-worker bench transport` compares the two).
 public struct RoutingHTTPTransport: HTTPTransport {
     public let plain: HTTPTransport
     public let tls: HTTPTransport

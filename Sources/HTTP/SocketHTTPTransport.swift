@@ -102,7 +102,7 @@ public final class SocketHTTPTransport: HTTPTransport {
             throw HTTPClientError.invalidRequest("invalid method")
         }
         // Written as bytes, the target read off the URL's own parse: every Apple call pays this, and
-        // a URLComponents parse and string concatenations were most of it.
+        // a URLComponents parse and string concatenations would be most of it.
         var head: [UInt8] = []
         head.reserveCapacity(256)
         func add(_ text: String) { head.append(contentsOf: text.utf8) }

@@ -2,7 +2,7 @@ import HTTP
 import Observability
 import Postgres
 
-/// Every endpoint of SPEC 4 as an `HTTPRouter`. Order of checks on `/v1/*`: token, body, database;
+/// Every endpoint of the ingest API as an `HTTPRouter`. Order of checks on `/v1/*`: token, body, database;
 /// a job is acknowledged only after its enqueue committed. No handler throws: bad input is a 4xx,
 /// a database problem a 503, never a 500 carrying internals.
 public struct IngestAPI: Sendable {

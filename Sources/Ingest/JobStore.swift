@@ -16,7 +16,7 @@ public struct JobStatus: Sendable, Equatable {
         self.transactionIDs = transactionIDs
     }
 
-    /// `{"job_id","state","outcome","order_id","transaction_ids":[...]}` (SPEC 4).
+    /// `{"job_id","state","outcome","order_id","transaction_ids":[...]}`.
     public var json: [UInt8] {
         JSONText.object([
             "job_id": .int(jobID), "state": .string(state), "outcome": .string(outcome),

@@ -1,4 +1,4 @@
-/// The validated bodies of SPEC 4. Each parser is pure: bytes in, a value or an
+/// The validated bodies of the ingest API. Each parser is pure: bytes in, a value or an
 /// `IngestValidationError` (the exact 400 message) out. HTTP and the NDJSON bulk loader share them.
 
 /// `POST /v1/receipts` and one NDJSON line of `ingest --file`.

@@ -95,8 +95,8 @@ private struct JSONParser {
             index += 1
             return .object([:])
         }
-        // Gathered in order, then hashed into a table sized once: inserting one by one regrew and
-        // rehashed it at every power of two (an Apple transaction has some twenty members).
+        // Gathered in order, then hashed into a table sized once: inserting one by one would regrow
+        // and rehash it at every power of two (an Apple transaction has some twenty members).
         var members: [(String, JSONValue)] = []
         members.reserveCapacity(16)
         repeat {

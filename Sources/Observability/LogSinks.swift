@@ -52,7 +52,7 @@ private func systemWrite(_ fd: Int32, _ buffer: UnsafePointer<UInt8>, _ count: I
     write(fd, buffer, count)
 }
 
-/// The default sink: standard output (SPEC 7).
+/// The default sink: standard output.
 public struct StandardOutputSink: LogSink {
     public init() {}
     public func write(_ line: String) { FileDescriptorSink.standardOutput.write(line) }

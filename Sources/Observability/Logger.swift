@@ -1,4 +1,4 @@
-/// A structured logger: one line per event, `event` plus ordered key/value fields (SPEC 7).
+/// A structured logger: one line per event, `event` plus ordered key/value fields.
 ///
 /// Cheap to copy and pass around; `with(_:)` derives a logger carrying fixed fields such as `worker_id`.
 /// Call-site fields are an autoclosure, so a call below the minimum level builds nothing.

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// All metrics of the process, rendered for `GET /metrics` (SPEC 7).
+/// All metrics of the process, rendered for `GET /metrics`.
 ///
 /// Registration is idempotent by name, so independent components can ask for the same family.
 /// Asking for an existing name with another type or other label names is a programmer error.

@@ -1,4 +1,4 @@
-/// Keeps secrets out of log lines (SPEC 6): registered secret strings are replaced wherever they
+/// Keeps secrets out of log lines: registered secret strings are replaced wherever they
 /// occur inside a value, and values of well-known sensitive keys are never printed at all.
 public struct Redactor: Sendable {
     public static let placeholder = "[redacted]"

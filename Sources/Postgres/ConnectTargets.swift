@@ -1,6 +1,6 @@
 import CLibPQ
 
-/// The hosts of a conninfo, one connection attempt each (SPEC 8): libpq's own multi-host
+/// The hosts of a conninfo, one connection attempt each: libpq's own multi-host
 /// connect cannot be bounded per host when driven non-blocking (the caller's deadline covers
 /// the whole list, so a first host that accepts TCP and never answers uses it up), so the
 /// list is split here and each host is opened on its own with its own deadline, as libpq's

@@ -348,7 +348,7 @@ final class LibpqSession {
         // A FATAL ends the session (a terminated backend, a server shutting down). Arriving while
         // the session is idle, libpq hands it to the notice receiver; arriving during a call (a
         // listener's health check, say), it is only this call's error, which callers may retry
-        // in silence: the server's words reach the notice receiver either way (SPEC 8).
+        // in silence: the server's words reach the notice receiver either way.
         if let severity = field(Int32(UInt8(ascii: "V"))), severity == "FATAL" || severity == "PANIC" {
             noticeReceiver?.handler(PostgresNotice(result: result))
         }

@@ -1,7 +1,7 @@
 /// The text form of one-dimensional arrays (`{1,2,"a b",NULL}`), both ways.
 enum PostgresArrayLiteral {
     /// UTF-8 bytes, built directly: completion and settlement bind arrays of hundreds of
-    /// values per statement, and appending scalar by scalar to a String cost more than the SQL.
+    /// values per statement, and appending scalar by scalar to a String would cost more than the SQL.
     static func encode(_ items: [String?]) -> [UInt8] { encode(items: items) }
 
     /// Text arrays without NULLs, with no intermediate array of optionals.

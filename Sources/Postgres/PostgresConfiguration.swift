@@ -1,6 +1,6 @@
 import Foundation
 
-/// How the process talks to PostgreSQL (SPEC 8): deadlines, prepared statements, and the
+/// How the process talks to PostgreSQL: deadlines, prepared statements, and the
 /// session settings that let either side drop a connection whose peer vanished.
 public struct PostgresConfiguration: Sendable {
     /// Whether statements are prepared once per session under a name (`rw_N`).
@@ -55,9 +55,9 @@ public struct PostgresConfiguration: Sendable {
     /// for the parameters of each run. Left to itself PostgreSQL settles after five runs on a
     /// generic plan, and for a lookup by a set of keys (`= ANY($1)`) prepared while a table was
     /// small that plan is a sequential scan, kept until autovacuum analyzes the table: every
-    /// batch then read the whole growing ledger. Measured on the hot path (bench apple at 0
-    /// latency, bench queue drain): within run-to-run noise of generic plans, the same as
-    /// unnamed statements, which are what a transaction pooler gets anyway.
+    /// batch then reads the whole growing ledger. On the hot path custom plans cost about what
+    /// generic ones do, the same as unnamed statements, which are what a transaction pooler gets
+    /// anyway.
     var directSessionSetup: String {
         "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; "
             + "SET idle_in_transaction_session_timeout = \(Self.milliseconds(idleInTransactionTimeout)); "
@@ -68,7 +68,7 @@ public struct PostgresConfiguration: Sendable {
 
     /// What a transaction of fixed-shape statements starts with on a direct session: each
     /// prepared statement keeps one plan for the session instead of being planned for every run
-    /// (planning was up to half of a small batch's statement time), and that plan is made with
+    /// (planning is a large share of a small batch's statement time), and that plan is made with
     /// sequential scans priced out, so one first made while a table was empty is still an index
     /// lookup after the table grew (the reason sessions otherwise plan every run, above).
     var reusedPlansTransactionBegin: [String] {

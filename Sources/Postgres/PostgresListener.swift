@@ -16,7 +16,7 @@ public final class PostgresListener: Sendable {
         case reconnected
         /// The session goes through a transaction pooler, where LISTEN hears nothing (the
         /// server connection is handed to other clients between transactions): the listener
-        /// has stopped, and the consumer must poll (SPEC 8, `listen_behind_pooler`).
+        /// has stopped, and the consumer must poll (and logs `listen_behind_pooler`).
         case behindPooler
     }
 

@@ -1,6 +1,6 @@
 /// The claim loop's bookkeeping (held under the worker's lock): claims run side by side, each
 /// on its own connection, so that the next batch is claimed while the last one's rows are still
-/// on their way; one claim at a time made the claim statement the drain's critical path. A
+/// on their way; one claim at a time would make the claim statement the drain's critical path. A
 /// claim reserves the slots it asks for until its jobs have started.
 struct ClaimsInFlight {
     /// One planned claim: how many jobs it asks for, and whether it hands back orphaned leases.

@@ -13,9 +13,9 @@ indirect enum JobVerdict: Sendable {
 }
 
 /// A `JobHandler` behind closures, built once per worker. The engine (worker, completer, their
-/// bookkeeping) is concrete code: generic over the handler, every job's result was copied through
-/// value witnesses and looked up generic metadata at run time (about a fifth of the worker's
-/// CPU in a no-op drain), since the engine is compiled apart from the handlers it runs.
+/// bookkeeping) is concrete code: generic over the handler, every job's result would be copied
+/// through value witnesses and look up generic metadata at run time, since the engine is
+/// compiled apart from the handlers it runs.
 struct ErasedHandler: Sendable {
     let verify: @Sendable (ClaimedJob) async -> JobVerdict
     let settle: @Sendable (_ items: [(job: ClaimedJob, work: any Sendable)], _ connection: PostgresConnection) async throws -> SettledBatch

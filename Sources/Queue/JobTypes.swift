@@ -1,5 +1,5 @@
 /// A job as claimed: everything a verifier needs, nothing it may change. (Its age and sweeps
-/// stay in the database: no verifier reads them, and the claim no longer sends them.)
+/// stay in the database: no verifier reads them, so the claim does not send them.)
 ///
 /// Its fields live in one immutable object: a job is copied from its claim to its task, its
 /// result and its completion row, and a copy is one reference count, not one per string.
@@ -65,7 +65,7 @@ extension ClaimedJob {
     }
 }
 
-/// Where a finished job rests (SPEC 3).
+/// Where a finished job rests: the terminal values of `iap.jobs.state`.
 public enum TerminalState: String, Sendable, Equatable {
     case done, failed, attention
 }
@@ -73,7 +73,7 @@ public enum TerminalState: String, Sendable, Equatable {
 /// What happens to a job after one attempt.
 public struct JobOutcome: Sendable, Equatable {
     public enum Disposition: Sendable, Equatable {
-        /// Final: the state and outcome SPEC 3 pairs.
+        /// Final: a terminal state and an outcome that belongs to it (see docs/reference.md).
         case finish(TerminalState, outcome: String)
         /// Try again later; `notBefore` is a floor under the backoff (e.g. Retry-After).
         case retry(reason: String, notBefore: Duration? = nil)
@@ -105,7 +105,7 @@ public struct JobOutcome: Sendable, Equatable {
 /// (e.g. credited) inside the completion transaction.
 ///
 /// Indirect (one pointer): every async call on the way to Apple keeps a temporary for its answer
-/// in a frame that stays allocated while the job waits, ~110 bytes each when stored inline.
+/// in a frame that stays allocated while the job waits; inline, each would hold the whole answer.
 public indirect enum Verification<Work: Sendable>: Sendable {
     case decided(JobOutcome)
     case settle(Work)

@@ -1,7 +1,7 @@
 import Foundation
 import Postgres
 
-/// The statements of the leadership lease in `iap.leader` (SPEC 8). Each is one call on one
+/// The statements of the leadership lease in `iap.leader`. Each is one call on one
 /// connection, never retried inside the call: the renewal loop retries soon by itself, and a
 /// second try inside would spend the time the lease has left.
 public struct LeaderLeaseStore: Sendable {

@@ -7,7 +7,7 @@ public struct LeaseEnded: Error, CustomStringConvertible {
     public var description: String { "the maintenance lease ended" + (task.map { " during \($0)" } ?? "") }
 }
 
-/// This process's own view of the lease (SPEC 8), by its monotonic clock: until when it may act
+/// This process's own view of the lease, by its monotonic clock: until when it may act
 /// as leader, and which term that is. A term is one unbroken run of leadership: renewals extend
 /// it; once it has lapsed, a lease won again is a new term, so a duty started under the old one
 /// never goes on under the new one (another process may have led in between).

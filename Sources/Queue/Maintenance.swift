@@ -13,7 +13,7 @@ public protocol MaintenanceTask: Sendable {
     func run(term: LeaderTerm) async throws
 }
 
-/// Leadership by a lease in `iap.leader` (SPEC 8): whoever holds it runs the maintenance
+/// Leadership by a lease in `iap.leader`: whoever holds it runs the maintenance
 /// tasks. The holder renews every TTL/3 on its own connection (never queued behind
 /// completions), retries a failed renewal after a moment, and trusts the lease only until its
 /// own monotonic clock says the TTL since the renewal was *sent* has passed (minus a margin), so

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// Payloads of the jobs this process sent back for a retry (issue 25). When it claims one of
+/// Payloads of the jobs this process sent back for a retry. When it claims one of
 /// them again, it names them in the claim, which then leaves their payload out (a receipt is
 /// kilobytes of base64, read from iap.job_requests and sent over the wire on every attempt), and
 /// the job takes it from here. Bounded: past `capacity` the oldest entries go first; a job whose

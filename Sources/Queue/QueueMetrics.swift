@@ -1,6 +1,6 @@
 import Observability
 
-/// The queue's metrics (SPEC 7 names).
+/// The queue's metrics (names fixed by the contract; see docs/reference.md).
 public struct QueueMetrics: Sendable {
     let claimed: CounterFamily
     let finished: CounterFamily

@@ -7,7 +7,7 @@ struct CompletionRow: Sendable {
     let id: Int
     /// done | failed | attention | retrying | timed_out
     let state: String
-    /// Set only for terminal states (SPEC 3).
+    /// Set only for terminal states.
     let outcome: String?
     let delaySeconds: Double?
     let appleStatus: Int?
@@ -29,18 +29,18 @@ public struct QueueStore: Sendable {
     ///
     /// The picked ids reach the UPDATE as one array (`= ANY(ARRAY(…))`), so both tables are found
     /// by primary key whatever their size. Joined as a relation (`FROM picked JOIN …`), the planner
-    /// priced a batch of 1,000 lookups above a sequential scan and hashed the whole of both tables
-    /// for every claim: 51 ms per 1,000 jobs at 100,000 rows, 26 ms now (a cost that grew with
-    /// the finished jobs kept). A job without its request row (hand-edited data: both are written
-    /// in one transaction) is leased and not returned: the rescuer takes it back when the lease
-    /// runs out, and stuck detection reports it once it is old.
+    /// prices a batch of 1,000 lookups above a sequential scan and hashes the whole of both tables
+    /// for every claim, a cost that grows with the finished jobs kept. A job without its request
+    /// row (hand-edited data: both are written in one transaction) is leased and not returned:
+    /// the rescuer takes it back when the lease runs out, and stuck detection reports it once it
+    /// is old.
     ///
-    /// Since migration 0029 the claim takes its jobs out of the ready set (`iap.job_ready`), not
+    /// The claim takes its jobs out of the ready set (`iap.job_ready`, migration 0029), not
     /// out of a partial index of the table, and records one lease row (`iap.job_leases`: its
     /// ids and expiry, the rescuer's way in) whose id every returned row carries. A ready row
     /// whose job is no longer runnable (moved by hand) is deleted and its job left alone.
     /// The picked rows are deleted where they lie (`ctid`, fixed while the claim holds their
-    /// lock), not looked up again by id: one index descent less per job, a third of the delete.
+    /// lock), not looked up again by id: one index descent less per job.
     static let claimSQL = """
         WITH picked AS (
             DELETE FROM iap.job_ready
@@ -127,21 +127,20 @@ public struct QueueStore: Sendable {
 
     /// The completion's UPDATE; `RETURNING j.id` names the jobs written. One table, found by
     /// primary key: each row finds its position in the sorted `$1` by binary search
-    /// (`width_bucket`), so no plan can go quadratic. A join with `unnest(…)` did, whenever
-    /// statistics said no job was leased (after a bulk enqueue, or a quiet hour): a nested loop
-    /// rescanned the batch for every job leased to the worker, 5 s for 1,000 results against
-    /// 45,000 leased jobs, long enough to lose the leases.
+    /// (`width_bucket`), so no plan can go quadratic. A join with `unnest(…)` can, whenever
+    /// statistics say no job is leased (after a bulk enqueue, or a quiet hour): a nested loop
+    /// rescans the batch for every job leased to the worker, long enough to lose the leases.
     ///
     /// The values are dictionary-coded: `$2` gives each row the 1-based number of its values in
     /// `$3`…`$7`, which hold each distinct combination once. Reaching element k of a text or
     /// jsonb array (or of any array with NULLs) walks the k elements before it, so one array per
-    /// column indexed by position cost every row a walk of half the batch (2.8 µs a row at
-    /// 1,000 rows, measured); `$1` and `$2` are fixed-width without NULLs, reached directly,
-    /// and a batch's distinct value combinations are few (results of one kind, mostly).
+    /// column indexed by position would cost every row a walk of half the batch; `$1` and `$2`
+    /// are fixed-width without NULLs, reached directly, and a batch's distinct value
+    /// combinations are few (results of one kind, mostly).
     /// Transaction ids are a row's own (each credit has its own), so they are not part of a
     /// combination: `$8` is one jsonb object from job id to its ids, found by binary search.
-    /// As a coded column they made every credited row a combination of its own and the batch
-    /// quadratic again (300 credits: 5.6–7.6 ms against 2.9–3.9 ms for one combination).
+    /// As a coded column they would make every credited row a combination of its own and the
+    /// batch quadratic again.
     static let completeUpdateSQL = """
         UPDATE iap.job_queue AS j SET
             state = ($3::text[])[\(rowCode)],
@@ -170,8 +169,8 @@ public struct QueueStore: Sendable {
         """
 
     /// The completion's one row: how many of the batch it wrote and, only when that is not all
-    /// of them (a lease lost), which it did not. Returning every id written cost the server and
-    /// the worker a row per job (1,000 rows sent, parsed and decoded per completion).
+    /// of them (a lease lost), which it did not. Returning every id written would cost the server
+    /// and the worker a row per job, sent, parsed and decoded on every completion.
     private static let writtenSQL = """
         SELECT count(*)::bigint, CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL
                                       ELSE ARRAY(SELECT unnest($1::bigint[]) EXCEPT SELECT id FROM written) END
@@ -188,7 +187,7 @@ public struct QueueStore: Sendable {
 
     /// The completion that leaves its witness (migration 0016): the same UPDATE, and under the
     /// caller's token the ids of the batch it did not write (migration 0027: usually none; the
-    /// ids it wrote were an 8 KB array per 1,000 jobs, compressed on every completion), so an
+    /// ids it wrote would be an 8 KB array per 1,000 jobs, compressed on every completion), so an
     /// ambiguous COMMIT can be resolved afterwards.
     static let completeWitnessedSQL = """
         WITH written AS (

@@ -70,7 +70,7 @@ public final class QueueWorker: Sendable {
 
     public func run() async {
         let listens = configuration.listenForNotifications && listener != nil
-        // The connection budget (SPEC 8): pooled connections, the lease's session (carved out of
+        // The connection budget: pooled connections, the lease's session (carved out of
         // DATABASE_POOL_SIZE) and the LISTEN session, whatever the concurrency.
         logger.info("worker_started", ["concurrency": .int(configuration.concurrency), "claim_batch": .int(configuration.claimBatch),
                                        "db_pool_size": .int(store.client.maxConnections), "db_listen_connections": .int(listens ? 1 : 0),
@@ -188,7 +188,7 @@ public final class QueueWorker: Sendable {
     }
 
     /// One claim; with `handingBack`, in the same round trip as handing back every job leased
-    /// to this worker id that it does not hold (SPEC 8), without spending their attempt.
+    /// to this worker id that it does not hold, without spending their attempt.
     private func claim(limit: Int, handingBack: Bool) async throws -> [ClaimedJob] {
         guard handingBack else {
             return try await store.claim(limit: limit, workerID: configuration.workerID, leaseSeconds: configuration.leaseSeconds,
@@ -210,7 +210,7 @@ public final class QueueWorker: Sendable {
         let deadline = ContinuousClock.now + .seconds(configuration.verifyDeadline)
         let claim = running.withLock { $0.begin(jobs.map(\.id), deadline: deadline) }
         // A taker runs on this task until its first suspension (a request to Apple): no hop to
-        // another thread first, which cost a job as much as the rest of its bookkeeping. When it
+        // another thread first, which would cost a job as much as the rest of its bookkeeping. When it
         // suspends, or has run out of jobs, its start returns here: the next taker starts with
         // the next job. A handler computing before it awaits yields first (`JobHandler`).
         while let taker = running.withLock({ $0.newTaker(for: claim) }) {

@@ -2,7 +2,7 @@
 /// *takers*: tasks that take the claim's next job, verify it, and take another until none is
 /// left. The claiming task starts a taker, and another each time the last one suspends (a
 /// request to Apple), so every job that waits has a task of its own, while jobs answered
-/// without waiting share one: a task per job was a fifth of the worker's CPU in `bench queue`.
+/// without waiting share one: a task per job would cost a task's creation even where no job waits.
 ///
 /// A job reaches its entry through its `Slot` (its claim and its place in it), so starting and
 /// finishing a job hashes no job id.

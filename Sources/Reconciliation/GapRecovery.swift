@@ -5,7 +5,7 @@ import Postgres
 import Settlement
 import StoreKitCrypto
 
-/// SPEC 11: for a product-day where Apple sold more than we credited, pulls the nameable buyers'
+/// For a product-day where Apple sold more than we credited, pulls the nameable buyers'
 /// Get Transaction History (v2) and enqueues every paid production transaction the ledger lacks.
 /// Nothing is credited here: each goes through the `transaction_id` job, Get Transaction Info and
 /// the ledger's primary key, so a transaction enqueued twice is still credited once.

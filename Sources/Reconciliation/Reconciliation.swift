@@ -17,7 +17,7 @@ public struct ReconciliationError: Error, Sendable, CustomStringConvertible {
     public var description: String { "sales report: \(apple.description)" }
 }
 
-/// SPEC 11: compares one Pacific day of Apple's sales summary with the ledger, per in-app product;
+/// Compares one Pacific day of Apple's sales summary with the ledger, per in-app product;
 /// records the comparison in iap.reconciliation_days, opens a `reconciliation_gap` alert per product
 /// that differs and resolves the day's alerts of products that now match. Re-runs are idempotent:
 /// nothing is credited here, rows are upserted, an open alert is updated, not duplicated.

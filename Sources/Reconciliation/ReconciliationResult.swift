@@ -19,7 +19,7 @@ public struct ReconciledProduct: Sendable, Equatable {
         self.revoked = revoked
     }
 
-    /// SPEC 11: Apple's units minus ours. Negative: we credited units Apple never sold.
+    /// Apple's units minus ours. Negative: we credited units Apple never sold.
     public var gap: Int { appleUnits - credited }
     /// Apple's returned units minus our revocations: a refund we did not revoke (positive), or a
     /// revocation Apple shows no return for (negative).
@@ -46,7 +46,7 @@ public struct ReconciliationResult: Sendable, Equatable {
     /// Product-days that do not reconcile: units or returns differ.
     public var gaps: [ReconciledProduct] { products.filter { !$0.matches } }
 
-    /// Exactly SPEC 11's shape: `{"day", "available", "products": [{"product_id", "apple_units",
+    /// Exactly the shape `reconcile --json` promises: `{"day", "available", "products": [{"product_id", "apple_units",
     /// "apple_returns", "credited", "revoked", "gap"}]}`.
     public var json: String {
         var w = JSONWriter()

@@ -26,7 +26,7 @@ extension ReconciliationStore {
     }
 
     /// What the history pull behind a shortfall found, added to the product-day's open gap alert: with
-    /// `buyers_found` 0 nobody could be named and support has to find the buyers (README, "What to do").
+    /// `buyers_found` 0 nobody could be named and support has to find the buyers (docs/operations.md).
     static let noteRecoverySQL = """
         UPDATE iap.alerts
         SET details = details || jsonb_build_object('buyers_found', $3::bigint, 'buyers_without_transaction', $4::bigint,

@@ -4,7 +4,7 @@ import Observability
 import Queue
 import Settlement
 
-/// SPEC 11's metrics: the last gap per product and the last Pacific day Apple published and we compared.
+/// Reconciliation's metrics: the last gap per product and the last Pacific day Apple published and we compared.
 public struct ReconciliationMetrics: Sendable {
     let gapUnits: GaugeFamily
     let lastDay: GaugeFamily

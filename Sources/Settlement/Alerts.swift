@@ -2,14 +2,14 @@ import Foundation
 import Observability
 import Postgres
 
-/// The alert kinds of SPEC 3; each is also the log event name raised with it.
+/// The alert kinds of `iap.alerts.kind`; each is also the log event name raised with it.
 public enum AlertKind: String, Sendable, CaseIterable {
     case paidNotCredited = "paid_not_credited"
     case receiptReplay = "receipt_replay"
     case stuckVerification = "stuck_verification"
     case configError = "config_error"
     case consumptionFailed = "consumption_failed"
-    /// Apple's sales report and the ledger disagree on a product-day (SPEC 11).
+    /// Apple's sales report and the ledger disagree on a product-day.
     case reconciliationGap = "reconciliation_gap"
 }
 
@@ -55,7 +55,7 @@ public struct NewAlert: Sendable {
 }
 
 /// Writes alerts (at most one open per kind and transaction, or per kind and job), logs
-/// them at error level under their SPEC event name, counts them, and hands them to the
+/// them at error level under their stable event name, counts them, and hands them to the
 /// webhook. Runs inside the caller's transaction.
 public struct AlertRecorder: Sendable {
     let logger: Logger

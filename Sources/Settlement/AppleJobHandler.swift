@@ -12,8 +12,8 @@ public enum SettlementWork: Sendable {
     /// Apple says our configuration is wrong (21004): not the buyer's fault, a human must act.
     case configError(appleStatus: Int, detail: String)
     /// A verified App Store Server Notification. Boxed (indirect), like the refund answer below:
-    /// inline, the largest case sized every verification, and every async frame that holds one
-    /// stays allocated while the job waits for Apple (SPEC 5's in-flight memory).
+    /// inline, the largest case would size every verification, and every async frame that holds one
+    /// stays allocated while the job waits for Apple.
     indirect case notification(NotificationWork)
     /// A refund request answered (or not, and why), to record with the job.
     indirect case consumption(ConsumptionWork)

@@ -13,8 +13,8 @@ public struct AuditEntry: Sendable {
 }
 
 /// Every support action (credit, resolve, lookup, login, failed login), from the console and from
-/// the CLI (`alerts credit`, `alerts resolve`, `support lookup-order`), as a row and a log line
-/// (SPEC 10). The one writer of `iap.audit_log`; the log event stays `console_audit` for both.
+/// the CLI (`alerts credit`, `alerts resolve`, `support lookup-order`), as a row and a log line.
+/// The one writer of `iap.audit_log`; the log event stays `console_audit` for both.
 public struct AuditLog: Sendable {
     let client: PostgresClient
     let logger: Logger
@@ -36,7 +36,7 @@ public struct AuditLog: Sendable {
         logLine(actor: actor, action: action, target: target, details: details)
     }
 
-    /// The row inside the caller's transaction, so the change and its record commit together (SPEC 10);
+    /// The row inside the caller's transaction, so the change and its record commit together;
     /// call `logLine` once it has committed.
     public func insert(on connection: PostgresConnection, actor: String, action: String, target: String?,
                        details: [String: String] = [:]) async throws {

@@ -22,7 +22,7 @@ public struct ConsumptionWork: Sendable {
     let result: Result
 }
 
-/// SPEC 9.2, the `consumption` job: Send Consumption Information (v2) for a CONSUMPTION_REQUEST.
+/// The `consumption` job: Send Consumption Information (v2) for a CONSUMPTION_REQUEST.
 /// `deliveryStatus` comes from our ledger (the one fact only we know for sure), consent and
 /// consumption from `iap.consumption_info`, the refund preference from REFUND_PREFERENCE. Never sent
 /// without consent; never sent after the 12-hour window; alerted when the window is about to close.

@@ -4,7 +4,7 @@ import Queue
 
 /// The settle half of a `consumption` job: what was answered is written to
 /// `iap.consumption_requests` with the job's outcome; an answer that could not be given in time
-/// raises a `consumption_failed` alert (SPEC 9.2).
+/// raises a `consumption_failed` alert.
 struct ConsumptionSettler: Sendable {
     let alerts: AlertRecorder
     let store = ConsumptionStore()

@@ -20,7 +20,7 @@ struct ConsumptionInfo: Sendable {
     let sampleContentProvided: Bool
 }
 
-/// Every SQL statement of refund requests (SPEC 9.2, migration 0011).
+/// Every SQL statement of refund requests (migration 0011).
 struct ConsumptionStore: Sendable {
     /// The request and its job, once per notificationUUID (the notification job already applies each uuid once).
     static let recordSQL = """

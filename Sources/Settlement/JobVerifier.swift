@@ -10,7 +10,7 @@ final class JobVerifier: Sendable {
     let signedData: StoreKitSignedDataVerifier
     /// App Store Server API (Get Transaction Info) for transaction_id jobs; nil without credentials.
     let serverAPI: AppStoreServerAPIClient?
-    /// Answers `consumption` jobs (SPEC 9.2); nil where none are expected (they then wait, flagged stuck).
+    /// Answers `consumption` jobs; nil where none are expected (they then wait, flagged stuck).
     let consumption: ConsumptionResponder?
     let maxAttempts: Int
 
@@ -24,8 +24,8 @@ final class JobVerifier: Sendable {
     }
 
     // Each kind is its own function, kept out of line: an async function's frame is allocated
-    // for the whole task while it waits, and one that held every kind's locals cost ~10 KB per
-    // in-flight job (100 MB at 10,000 in flight). Now a job pays only for its own kind's path.
+    // for the whole task while it waits, and one that held every kind's locals would make each
+    // in-flight job pay for all of them. This way a job pays only for its own kind's path.
     func verify(_ job: ClaimedJob) async -> Verification<SettlementWork> {
         switch JobKind(job.kind) {
         case .receipt: return await verifyReceipt(job)
@@ -41,7 +41,7 @@ final class JobVerifier: Sendable {
         }
     }
 
-    /// The kinds this handler verifies (SPEC 3), read once per job.
+    /// The kinds this handler verifies, read once per job.
     private enum JobKind: String {
         case receipt, signedTransaction = "signed_transaction", transactionID = "transaction_id", notification, consumption
 

@@ -5,7 +5,7 @@ import Observability
 import Postgres
 import Queue
 
-/// SPEC 9.1: notifications Apple could not deliver, pulled from Get Notification History
+/// Notifications Apple could not deliver, pulled from Get Notification History
 /// (`onlyFailures`, page by page until `hasMore` is false) and enqueued exactly as
 /// `POST /v1/notifications` would enqueue them; a notification also delivered normally is applied
 /// once (its notificationUUID is remembered by the notification job).

@@ -14,7 +14,7 @@ public struct NotificationWork: Sendable {
     public var consumptionRequestReason: String? = nil
 }
 
-/// SPEC 5.6 for notification jobs: ONE_TIME_CHARGE credits (the server-side catch-up when
+/// Notification jobs: ONE_TIME_CHARGE credits (the server-side catch-up when
 /// the app never uploaded), REFUND revokes, REFUND_REVERSED restores, anything else is
 /// acknowledged; a notificationUUID already applied changes nothing.
 struct NotificationSettler: Sendable {
@@ -60,7 +60,7 @@ struct NotificationSettler: Sendable {
                                                  userID: try row.decode(at: 1), reason: transaction.revocationReason ?? "0"))
             return .finish(.done, "revoked", transactionIDs: transactionIDs)
         case "CONSUMPTION_REQUEST":
-            // Recorded, and answered by its own `consumption` job (SPEC 9.2).
+            // Recorded, and answered by its own `consumption` job.
             if let uuid = work.uuid {
                 _ = try await consumption.record(requestID: uuid, transaction: transaction, reason: work.consumptionRequestReason,
                                                  requestedAt: work.signedDate ?? Date(),

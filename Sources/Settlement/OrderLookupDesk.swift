@@ -64,9 +64,9 @@ public enum OrderLookupError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 }
 
-/// SPEC 9.3, for `support lookup-order` and the console: a buyer's Apple order id (from Apple's
-/// e-mailed receipt) → Look Up Order ID → each signed transaction verified like 5.6 → shown with its
-/// ledger state, and credited on request through the same exactly-once path as `alerts credit`.
+/// For `support lookup-order` and the console: a buyer's Apple order id (from Apple's
+/// e-mailed receipt) → Look Up Order ID → each signed transaction verified like any other →
+/// shown with its ledger state, and credited on request through the same exactly-once path as `alerts credit`.
 public struct OrderLookupDesk: Sendable {
     let client: PostgresClient
     let api: AppStoreServerAPIClient

@@ -3,7 +3,7 @@ import Foundation
 import HTTP
 import Postgres
 
-/// The fleet-wide App Store Server API limit (SPEC 9), shared through PostgreSQL: one row per
+/// The fleet-wide App Store Server API limit, shared through PostgreSQL: one row per
 /// endpoint family in `iap.appstore_api_limits`, one statement per grant (`iap.appstore_api_grant`,
 /// migration 0009), a 429 pause written for every process to see.
 public struct PostgresRateLimiter: AppStoreRateLimiter {

@@ -22,7 +22,7 @@ public struct StuckDetector: MaintenanceTask {
     /// The queue's state and age (iap.job_queue), the request's buyer (iap.job_requests). One
     /// branch per side table of the unfinished states (migration 0029: the ready set, the
     /// claims' lease rows, the parked set), each checked against the job: reading the table by
-    /// `state` would read all of it, finished jobs included (0.4 s at a million rows).
+    /// `state` would read all of it, finished jobs included.
     static let stuckJobsSQL = """
         SELECT q.id, r.user_id, r.order_id, r.product_id, q.state, q.attempts, q.sweeps
         FROM (SELECT id, state, attempts, sweeps, created_at FROM iap.job_queue

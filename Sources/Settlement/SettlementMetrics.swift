@@ -1,6 +1,6 @@
 import Observability
 
-/// Settlement's metrics (SPEC 7 names).
+/// Settlement's metrics (names fixed by the contract; see docs/reference.md).
 public struct SettlementMetrics: Sendable {
     let credits: CounterFamily
     let alertsRaised: CounterFamily

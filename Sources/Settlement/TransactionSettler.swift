@@ -10,7 +10,7 @@ public enum TransactionResult: String, Sendable {
     case paidNotCredited = "paid_not_credited"
 }
 
-/// SPEC 5.2-5.3 for the paid transactions of one verified job: match each to an order,
+/// Matching and crediting for the paid transactions of one verified job: match each to an order,
 /// credit it exactly once, or raise the alert that says why it could not be. Runs inside
 /// the completion transaction, after the job's lease was checked and locked.
 struct TransactionSettler: Sendable {
@@ -118,7 +118,7 @@ struct TransactionSettler: Sendable {
 }
 
 extension TransactionResult {
-    /// SPEC 3: a job whose transactions end differently takes the first of
+    /// A job whose transactions end differently takes the first of
     /// paid_not_credited, config_error, credited, replayed, already_credited, then the rest.
     static let jobPriority: [TransactionResult] = [.paidNotCredited, .credited, .replayed, .alreadyCredited, .refunded]
 

@@ -1,7 +1,7 @@
 import Foundation
 import Postgres
 
-/// One transaction Apple returned for an order id (SPEC 9.3), already verified, as the console shows it.
+/// One transaction Apple returned for an order id, already verified, as the console shows it.
 public struct LookedUpTransaction: Sendable, Equatable, Codable {
     public let transactionID: String
     public let originalTransactionID: String?
@@ -28,7 +28,7 @@ public struct LookedUpTransaction: Sendable, Equatable, Codable {
     }
 }
 
-/// Look Up Order ID and its credit action (SPEC 9.3), which live in Settlement (issue 12). The
+/// Look Up Order ID and its credit action, which live in Settlement. The
 /// console depends on this seam only; without an implementation the page says lookup is unavailable.
 public protocol AppleOrderLookup: Sendable {
     func lookUp(appleOrderID: String) async throws -> [LookedUpTransaction]

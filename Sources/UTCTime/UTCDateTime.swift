@@ -5,7 +5,7 @@ import Glibc
 
 /// A moment as UTC calendar fields, and back: the one place where dates are broken up
 /// and put together for the text formats of logs, PostgreSQL and Apple.
-/// By hand, not DateFormatter: building one costs tens of microseconds, and log lines,
+/// By hand, not DateFormatter: building one is expensive, and log lines,
 /// query parameters and receipt answers each carry several timestamps.
 public struct UTCDateTime: Sendable, Equatable {
     public var year: Int
@@ -50,8 +50,8 @@ public struct UTCDateTime: Sendable, Equatable {
     }
 
     // Calendar arithmetic by hand (proleptic Gregorian; H. Hinnant's days_from_civil and
-    // civil_from_days): timegm and gmtime_r cost a microsecond each, and every claimed job's
-    // created_at is parsed.
+    // civil_from_days): timegm and gmtime_r cost more than this arithmetic, and every claimed
+    // job's created_at is parsed.
     static func days(inMonth month: Int, of year: Int) -> Int {
         switch month {
         case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28

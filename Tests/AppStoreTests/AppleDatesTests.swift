@@ -31,8 +31,8 @@ final class AppleDatesTests: XCTestCase {
     }
 }
 
-/// Every date we send Apple is an int64 of milliseconds (SPEC 9): `notifications backfill --since 72h`
-/// once sent `{"endDate":1795609199300.5122,…,"startDate":1795349999300.5122}` and Apple refused it.
+/// Every date we send Apple is an int64 of milliseconds: a span computed from `--since 72h` carries
+/// fractions (`{"endDate":1795609199300.5122,…}`), and Apple refuses those.
 final class AppleTimestampTests: XCTestCase {
     func testHistorySpanGoesOutAsWholeMillisecondsThatLoseNothing() throws {
         let request = NotificationHistoryRequest(startDate: Date(timeIntervalSince1970: 1_795_349_999.300_512_2),

@@ -47,7 +47,7 @@ final class JWSMemoryTests: XCTestCase {
         let before = try XCTUnwrap(residentKiB())
         try round(iterations)
         let after = try XCTUnwrap(residentKiB())
-        // A leaked X509 or EVP_PKEY per call would add tens of MB here; observed growth is < 1 MB.
+        // A leaked X509 or EVP_PKEY per call would add tens of MB here.
         XCTAssertLessThan(after - before, 16 * 1024, "RSS grew from \(before) KiB to \(after) KiB")
         print("JWSMemoryTests: VmRSS \(before) KiB -> \(after) KiB over \(iterations) operations")
     }

@@ -5,7 +5,7 @@ import HTTP
 import XCTest
 
 /// Every request the client sends Apple, endpoint by endpoint, against apple-sim's documented shapes
-/// (SPEC 9.4: integer timestamps, documented fields of documented types, no undocumented query or
+/// (integer timestamps, documented fields of documented types, no undocumented query or
 /// body): a field that goes out in another shape is refused with Apple's 400 and fails here first.
 /// (Send Consumption Information is checked with the bodies the responder builds, in SettlementTests;
 /// Get Transaction History is not called by the product.)

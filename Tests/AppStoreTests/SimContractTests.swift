@@ -5,7 +5,7 @@ import HTTP
 import StoreKitCrypto
 import XCTest
 
-/// apple-sim refuses what Apple refuses (SPEC 9.4): the test walks the table of Apple's error codes
+/// apple-sim refuses what Apple refuses: the test walks the table of Apple's error codes
 /// apple-sim answers, provokes each one, and checks the HTTP status, `errorCode` and `errorMessage`;
 /// then every way a bearer token can be wrong, each a 401 with no body.
 final class SimContractTests: XCTestCase {
@@ -74,7 +74,7 @@ final class SimContractTests: XCTestCase {
                 Call(query: "paginationToken=bm90LWEtdG9rZW4", body: #"{"startDate":\#(start),"endDate":\#(end)}"#),
             ],
             SimAPIError.invalidStartDate.code: [
-                history(start: "1795349999300.5122", end: "1795609199300.5122"),  // the backfill of issue 22
+                history(start: "1795349999300.5122", end: "1795609199300.5122"),  // a span as `--since 72h` computes it
                 history(start: "\"\(start)\"", end: end), history(start: "-1", end: end), history(start: "1e12", end: end),
                 Call(body: #"{"endDate":\#(end)}"#),
             ],

@@ -5,7 +5,7 @@ import Postgres
 import TestSupport
 import XCTest
 
-/// SPEC 8 drills with real worker processes: the path to PostgreSQL goes silent or resets,
+/// Database drills with real worker processes: the path to PostgreSQL goes silent or resets,
 /// and every paid receipt is still credited exactly once, with leadership kept alive.
 final class DatabaseFaultTests: XCTestCase {
     private func port(of url: String) throws -> Int { try XCTUnwrap(URLComponents(string: url)?.port) }

@@ -3,7 +3,7 @@ import Postgres
 import TestSupport
 import XCTest
 
-/// SPEC 8: `migrate` has no call deadline by default, and what the server says reaches the
+/// `migrate` has no call deadline by default, and what the server says reaches the
 /// log as `event=db_notice`, never as raw text.
 final class DatabaseWordsTests: XCTestCase {
     let binary = ChildProcess.receiptWorkerPath

@@ -4,7 +4,7 @@ import Postgres
 import TestSupport
 import XCTest
 
-/// Issue 21 with real worker processes on a primary and a streaming standby: a primary that
+/// Failover with real worker processes on a primary and a streaming standby: a primary that
 /// hangs, one that crashes, and an asynchronous standby that loses the last commits. Every
 /// paid receipt still ends credited exactly once, on the new primary.
 final class FailoverTests: XCTestCase {
@@ -20,7 +20,7 @@ final class FailoverTests: XCTestCase {
         try await Task.sleep(for: .seconds(3))
         let promoted = try await drill.failOver()
         let atPromotion = try await drill.run.credited()
-        // SPEC 8: call deadline + connect deadline + 10 s. Needs the per-host connect deadline.
+        // The bound: call deadline + connect deadline + 10 s. Needs the per-host connect deadline.
         let resumed = try await drill.run.secondsUntilCreditsGrow(from: atPromotion, within: 60)
         XCTAssertNotNil(resumed, "jobs finish again on the promoted standby (credits stuck at \(atPromotion))")
         XCTAssertLessThanOrEqual(resumed ?? .infinity, 30 + 10 + 10)
@@ -45,7 +45,7 @@ final class FailoverTests: XCTestCase {
         drill.set.crashPrimary()
         let promoted = try await drill.failOver()
         // Jobs leased on the dead primary come back leased for 15 s: only the workers' handback
-        // of their own orphaned leases (issue 21, 3) finishes them sooner.
+        // of their own orphaned leases finishes them sooner.
         let finished = try await eventually(30, every: .milliseconds(100)) { try await drill.unfinished() == 0 }
         let seconds = promoted.secondsAgo
         XCTAssertTrue(finished, "every job finished after the promotion")

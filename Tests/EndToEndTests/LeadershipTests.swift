@@ -4,7 +4,7 @@ import Postgres
 import TestSupport
 import XCTest
 
-/// SPEC 8: leadership is a lease in `iap.leader`; `migrate` needs a real session.
+/// Leadership is a lease in `iap.leader`; `migrate` needs a real session.
 final class LeadershipTests: XCTestCase {
     private func environment(_ url: String) -> [String: String] {
         ["DATABASE_URL": url, "METRICS_LISTEN": "off", "LOG_LEVEL": "info", "SWEEP_INTERVAL_SECONDS": "0.2",

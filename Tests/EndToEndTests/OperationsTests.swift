@@ -82,7 +82,7 @@ final class OperationsTests: XCTestCase {
         XCTAssertEqual(value("iap_alerts_open", ["kind": "paid_not_credited"]), 1)
         XCTAssertEqual(value("iap_alerts_total", ["kind": "receipt_replay"]), 1)
         XCTAssertGreaterThanOrEqual(value("iap_job_retries_total", ["reason": "status_21002"]) ?? 0, 2)
-        // SPEC 8: database calls by result, the pool by state, and the lease (a lone worker leads).
+        // The database metrics: calls by result, the pool by state, and the lease (a lone worker leads).
         XCTAssertGreaterThan(value("iap_db_calls_total", ["result": "ok"]) ?? 0, 10)
         XCTAssertEqual(value("iap_db_calls_total", ["result": "timeout"]), 0)
         let pooled = (value("iap_db_connections", ["state": "idle"]) ?? 0) + (value("iap_db_connections", ["state": "busy"]) ?? 0)

@@ -17,7 +17,7 @@ final class SecretHygieneTests: XCTestCase {
         // Minted receipts are base64 JSON ({"…  -> eyJ…), as are JWS: neither may appear.
         XCTAssertFalse(output.contains("eyJ"), "receipt data leaked")
         XCTAssertTrue(output.contains("event=job_finished"), "debug run logs the jobs")
-        // What the demo leaves for the console (issue 23): its database named, and frank's
+        // What the demo leaves for the console: its database named, and frank's
         // paid_not_credited alert with an open order it can be credited to.
         XCTAssertTrue(demo.stdout.contains("DATABASE_URL=\(url)"), demo.stdout.suffix(2_000).description)
         XCTAssertTrue(demo.stdout.contains("one-time password") && demo.stdout.contains("MQ7DEMO789"))

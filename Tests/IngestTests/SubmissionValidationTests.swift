@@ -2,7 +2,7 @@ import Foundation
 @testable import Ingest
 import XCTest
 
-/// Pure request validation: every 400 message of SPEC 4, without a server.
+/// Pure request validation: every 400 message of the ingest API, without a server.
 final class SubmissionValidationTests: XCTestCase {
     private func receiptError(_ body: String, file: StaticString = #filePath, line: UInt = #line) -> String? {
         do {

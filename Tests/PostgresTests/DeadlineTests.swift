@@ -4,7 +4,7 @@ import Postgres
 import TestSupport
 import XCTest
 
-/// SPEC 8: every call has a deadline; a connection whose peer went silent costs one
+/// Every call has a deadline; a connection whose peer went silent costs one
 /// deadline, is abandoned and never reused; the server drops a session idle in a transaction.
 final class DeadlineTests: XCTestCase {
     func testFrozenConnectionTimesOutAndIsNeverReused() async throws {

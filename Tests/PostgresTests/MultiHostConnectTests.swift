@@ -4,7 +4,7 @@ import Foundation
 import TestSupport
 import XCTest
 
-/// SPEC 8: the connect deadline is per host. A first host that accepts TCP and never answers
+/// The connect deadline is per host. A first host that accepts TCP and never answers
 /// (a hung primary) costs one deadline; the next host of the list is then tried.
 final class MultiHostConnectTests: XCTestCase {
     func testAHungFirstHostCostsOneDeadlineThenTheNextHostServes() async throws {

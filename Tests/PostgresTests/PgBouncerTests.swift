@@ -4,7 +4,7 @@ import Postgres
 import TestSupport
 import XCTest
 
-/// SPEC 8: the distribution's PgBouncer in transaction pooling mode is a supported deployment.
+/// The distribution's PgBouncer in transaction pooling mode is a supported deployment.
 final class PgBouncerTests: XCTestCase {
     func testTransactionPoolingIsDetectedAndNeedsNoSessionState() async throws {
         guard let bouncer = try await TestDatabase.pgBouncer(.transaction) else { throw XCTSkip("needs the private cluster") }

@@ -4,7 +4,7 @@ import Synchronization
 import TestSupport
 import XCTest
 
-/// SPEC 8's smaller promises: what the server says reaches a handler (never raw stderr), a
+/// The database layer's smaller promises: what the server says reaches a handler (never raw stderr), a
 /// COPY sent as a query cannot spin, a COMMIT answered ROLLBACK is an error, and a pool that
 /// was closed keeps nothing open.
 final class ServerWordsTests: XCTestCase {

@@ -6,7 +6,7 @@ import Queue
 import Synchronization
 import XCTest
 
-/// SPEC 8: a COMMIT whose reply is lost is an unknown outcome, resolved before anything is
+/// A COMMIT whose reply is lost is an unknown outcome, resolved before anything is
 /// announced; and jobs leased to a worker that it does not know of are handed back at once.
 final class AmbiguousCommitTests: XCTestCase {
     /// Settles every job as credited; records what it was told committed or rolled back.

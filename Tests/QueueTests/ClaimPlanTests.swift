@@ -5,9 +5,9 @@ import TestSupport
 import XCTest
 
 /// A claim's cost follows its batch, not the table. Joined as a relation (`FROM picked JOIN …`),
-/// the claim's 1,000 picked ids were priced above a sequential scan, and every claim hashed the
-/// whole of iap.job_queue and iap.job_requests (finished jobs included); the rescuer's and the
-/// sweeper's updates had the same shape.
+/// the claim's 1,000 picked ids would be priced above a sequential scan, and every claim would
+/// hash the whole of iap.job_queue and iap.job_requests (finished jobs included); the rescuer's
+/// and the sweeper's updates share the shape and are checked too.
 final class ClaimPlanTests: XCTestCase {
     func testClaimRescueAndSweepFindTheirJobsByPrimaryKey() async throws {
         let url = try await TestDatabase.fresh()

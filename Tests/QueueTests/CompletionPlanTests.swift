@@ -6,7 +6,7 @@ import XCTest
 
 /// The completion's cost follows its batch, whatever the statistics say. Analyzed while every
 /// job was queued, PostgreSQL believes no job is leased; a completion that joined its batch
-/// (`unnest(…)`) then rescanned the batch for every leased job: quadratic, seconds per batch.
+/// (`unnest(…)`) would then rescan the batch for every leased job: quadratic.
 final class CompletionPlanTests: XCTestCase {
     func testTheCompletionFindsItsJobsByPrimaryKeyWhateverTheStatistics() async throws {
         let url = try await TestDatabase.fresh()

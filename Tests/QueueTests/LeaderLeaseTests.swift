@@ -7,7 +7,7 @@ import Synchronization
 import TestSupport
 import XCTest
 
-/// SPEC 8 / issue 21.4: leadership that cannot be starved, and duties that stop with the lease.
+/// Leadership that cannot be starved, and duties that stop with the lease.
 final class LeaderLeaseTests: XCTestCase {
     private func events(_ logs: CapturingLogSink, _ event: String) -> [String] {
         logs.lines.filter { $0.contains("event=\(event) ") || $0.hasSuffix("event=\(event)") }

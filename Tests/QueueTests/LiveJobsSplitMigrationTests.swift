@@ -5,7 +5,7 @@ import Synchronization
 import TestSupport
 import XCTest
 
-/// Issue 25: migrations 0022–0024 split iap.jobs into iap.job_queue and iap.job_requests on a
+/// Migrations 0022–0024 split iap.jobs into iap.job_queue and iap.job_requests on a
 /// populated database while enqueues and workers keep running, from two `migrate` processes at
 /// once, and again afterwards.
 final class LiveJobsSplitMigrationTests: XCTestCase {

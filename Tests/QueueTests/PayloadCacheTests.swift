@@ -4,7 +4,7 @@ import Postgres
 import Synchronization
 import XCTest
 
-/// Issue 25: a claim leaves out the payload of a job the worker sent back for a retry.
+/// A claim leaves out the payload of a job the worker sent back for a retry.
 final class PayloadCacheTests: XCTestCase {
     func testTheOldestEntryGoesFirstAndATakenPayloadIsGone() {
         let cache = PayloadCache(capacity: 2)

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import XCTest
 
-/// The verifications in flight, kept by claim (issue 25): what the deadline watchdog and the
+/// The verifications in flight, kept by claim: what the deadline watchdog and the
 /// shutdown see, whichever order jobs finish in.
 final class RunningJobsTests: XCTestCase {
     func testAJobFinishedBeforeItsTakerIsAttachedIsNeitherOverdueNorCancelled() throws {

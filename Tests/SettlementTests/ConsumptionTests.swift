@@ -6,7 +6,7 @@ import Settlement
 import TestSupport
 import XCTest
 
-/// SPEC 9.2: refund requests answered with Send Consumption Information (v2) from our ledger and
+/// Refund requests answered with Send Consumption Information (v2) from our ledger and
 /// the web tier's `iap.consumption_info`, against apple-sim over HTTP.
 final class ConsumptionTests: XCTestCase {
     /// The web tier's own answer: consent for everything but "c-noconsent", 42 % consumed, a sample shown.

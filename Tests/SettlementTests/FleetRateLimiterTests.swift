@@ -8,8 +8,8 @@ import TestSupport
 import XCTest
 
 /// The fleet limit shared through PostgreSQL: two limiters with their own connections stand for two
-/// worker processes. (Scaled down from the issue's 2 × 100 grants at 10/s = 20 s: 2 × 20 grants at
-/// 10/s = 4 s, the same schedule; the tolerance is one second.)
+/// worker processes: 2 × 20 grants at 10/s = 4 s, short enough for a test; the tolerance is
+/// one second.
 final class FleetRateLimiterTests: XCTestCase {
     func testTwoProcessesShareOneRate() async throws {
         let url = try await TestDatabase.fresh()
@@ -77,7 +77,7 @@ final class FleetRateLimiterTests: XCTestCase {
         guard case .deferred = decision else { return XCTFail("\(decision)") }
     }
 
-    /// Issue 22: a request that reserved its slot before another process got a 429 must not leave
+    /// A request that reserved its slot before another process got a 429 must not leave
     /// during the Retry-After when its slot comes: after its wait it looks at the pause again.
     func testASlotReservedBeforeA429WaitsOutThePause() async throws {
         let url = try await TestDatabase.fresh()
@@ -97,7 +97,7 @@ final class FleetRateLimiterTests: XCTestCase {
         await other.close()
     }
 
-    /// Issue 22 end to end: two processes (two clients, two limiters on one database) send 12 Get
+    /// End to end: two processes (two clients, two limiters on one database) send 12 Get
     /// Transaction Info requests at a shared 4/s; apple-sim answers the third with 429 and a 2 s
     /// Retry-After. No request reaches it during those 2 s, and every request succeeds after them.
     func testNoRequestOfAnyProcessReachesAppleDuringRetryAfter() async throws {

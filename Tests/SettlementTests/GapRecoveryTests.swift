@@ -9,7 +9,7 @@ import Postgres
 import TestSupport
 import XCTest
 
-/// SPEC 11 and issue 24's proof: 1,000 purchases paid at apple-sim, 963 uploaded and credited by the real
+/// Reconciliation's proof: 1,000 purchases paid at apple-sim, 963 uploaded and credited by the real
 /// worker, 37 never uploaded nor notified. Reconciliation finds the shortfall, pulls the buyers' Get Transaction
 /// History, enqueues what the ledger lacks; the worker credits each exactly once and the day reconciles.
 final class GapRecoveryTests: XCTestCase {

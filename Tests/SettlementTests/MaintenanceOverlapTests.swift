@@ -6,7 +6,7 @@ import Settlement
 import TestSupport
 import XCTest
 
-/// SPEC 8: the maintenance duties are safe if two leaders overlap briefly; no webhook twice.
+/// The maintenance duties are safe if two leaders overlap briefly; no webhook twice.
 final class MaintenanceOverlapTests: XCTestCase {
     private let term = LeaderTerm.held(until: .now + .seconds(3600))
 

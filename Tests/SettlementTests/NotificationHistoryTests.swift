@@ -8,7 +8,7 @@ import Settlement
 import TestSupport
 import XCTest
 
-/// SPEC 9.1 against apple-sim over HTTP and a real database: notifications Apple failed to deliver,
+/// The history pull against apple-sim over HTTP and a real database: notifications Apple failed to deliver,
 /// pulled page by page and enqueued once.
 final class NotificationHistoryTests: XCTestCase {
     /// 45 failed notifications (3 pages of 20), one of them also delivered normally, plus delivered ones that must not come back.
@@ -93,7 +93,7 @@ final class NotificationHistoryTests: XCTestCase {
         await f.stop()
     }
 
-    /// SPEC 8: a pull under a leader's term asks Apple nothing more once the lease has ended
+    /// A pull under a leader's term asks Apple nothing more once the lease has ended
     /// (here while it waits out a 429 after the first page), and the cursor stays at the last
     /// page saved, for the next leader.
     func testPullStopsWhenTheLeaseEnds() async throws {

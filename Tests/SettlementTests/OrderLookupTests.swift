@@ -6,7 +6,7 @@ import Postgres
 import Settlement
 import XCTest
 
-/// SPEC 9.3: a buyer's Apple order id → Look Up Order ID (apple-sim over HTTP) → verified
+/// A buyer's Apple order id → Look Up Order ID (apple-sim over HTTP) → verified
 /// transactions → credited once through the same path as `alerts credit`.
 final class OrderLookupTests: XCTestCase {
     private func desk(_ f: SettlementFixture) throws -> OrderLookupDesk {

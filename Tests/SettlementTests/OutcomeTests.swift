@@ -6,7 +6,7 @@ import Postgres
 import Settlement
 import XCTest
 
-/// Every outcome of SPEC 3 for kind=receipt, end to end (real Postgres, apple-sim over HTTP).
+/// Every outcome of a kind=receipt job, end to end (real Postgres, apple-sim over HTTP).
 final class OutcomeTests: XCTestCase {
     typealias T = SimReceipt.Transaction
 

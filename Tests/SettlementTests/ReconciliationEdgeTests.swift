@@ -9,7 +9,7 @@ import Postgres
 import TestSupport
 import XCTest
 
-/// Issue 24's edges: a day Apple has no report for (no sales, or not yet published), returns that
+/// Reconciliation's edges: a day Apple has no report for (no sales, or not yet published), returns that
 /// disagree with our revocations, and a shortfall whose buyers nobody can name.
 final class ReconciliationEdgeTests: XCTestCase {
     /// Past 8 a.m. Pacific the next day whatever the clock says: its report is due.

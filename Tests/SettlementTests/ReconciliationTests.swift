@@ -9,7 +9,7 @@ import Postgres
 import TestSupport
 import XCTest
 
-/// SPEC 11 against a real database and apple-sim's Sales and Trends report over loopback: a product-day
+/// Reconciliation against a real database and apple-sim's Sales and Trends report over loopback: a product-day
 /// where Apple sold more (or we credited more) opens one `reconciliation_gap` alert, re-runs change
 /// nothing, and the alert resolves once the ledger matches.
 final class ReconciliationTests: XCTestCase {

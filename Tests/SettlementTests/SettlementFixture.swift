@@ -8,7 +8,7 @@ import Settlement
 import StoreKitCrypto
 import TestSupport
 
-/// How the fixture's worker reaches PostgreSQL (SPEC 8): directly, or through PgBouncer in
+/// How the fixture's worker reaches PostgreSQL: directly, or through PgBouncer in
 /// transaction pooling mode with LISTEN direct, or through PgBouncer polling only.
 enum DatabaseRoute: String, CaseIterable, Sendable {
     case direct, pgBouncer, pgBouncerPollOnly

@@ -5,7 +5,7 @@ import Postgres
 import TestSupport
 import XCTest
 
-/// stuck_verification (SPEC 5): every unfinished job older than STUCK_AFTER_SECONDS, whatever
+/// stuck_verification: every unfinished job older than STUCK_AFTER_SECONDS, whatever
 /// its state, once; and the leader's minute check reads the unfinished jobs only, not the table.
 final class StuckDetectorTests: XCTestCase {
     func testOldUnfinishedJobsInEveryStateAreAlertedOnceAndFinishedOnesNever() async throws {

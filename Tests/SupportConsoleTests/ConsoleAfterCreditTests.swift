@@ -3,7 +3,7 @@ import HTTP
 import SupportConsole
 import XCTest
 
-/// Issue 23: "After a credit, the job still looks broken". Once the ledger holds the payment, the
+/// After a credit the job must not look broken: once the ledger holds the payment, the
 /// paid_not_credited job reads as credited and its resolved alert's kind is no longer red.
 final class ConsoleAfterCreditTests: XCTestCase {
     func testACreditedAttentionJobNoLongerShowsRed() async throws {

@@ -6,7 +6,7 @@ import XCTest
 /// The console in a real headless Chromium: the support desk's day, the refusals, hostile data,
 /// and a screenshot of every page at laptop (1280×800) and phone (390×844) size, kept under
 /// `.build/console-screenshots/` as CI artifacts, or under `CONSOLE_SCREENSHOTS_DIR` when set
-/// (`scripts/console-screenshots.sh` refreshes the README's pictures that way).
+/// (`scripts/console-screenshots.sh` refreshes the pictures in docs/images that way).
 final class ConsoleBrowserTests: XCTestCase {
     static let screenshots = ProcessInfo.processInfo.environment["CONSOLE_SCREENSHOTS_DIR"]
         ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -132,7 +132,7 @@ final class ConsoleBrowserTests: XCTestCase {
         }
     }
 
-    /// Issue 23, "Phone and keyboard": at phone size every control is at least 44 px tall, chart
+    /// Phone and keyboard: at phone size every control is at least 44 px tall, chart
     /// labels keep a readable size, the first Tab reaches a skip link, and signing in lands on the
     /// page that asked for it; Back to a credited alert reloads it rather than showing the snapshot.
     func testPhoneTouchTargetsSkipLinkSignInLandingAndBackAfterACredit() async throws {

@@ -5,7 +5,7 @@ import Settlement
 @testable import SupportConsole
 import XCTest
 
-/// Issue 23, "Errors mislead" and "Back breaks": each failure in its own words, inline on the
+/// Errors and Back: each failure in its own words, inline on the
 /// page it came from with the input kept, every form answered with a redirect.
 final class ConsoleErrorWordsTests: XCTestCase {
     /// Apple's answer when the App Store Server API key is wrong (Settlement maps 401/403 to this).

@@ -3,7 +3,7 @@ import HTTP
 @testable import SupportConsole
 import XCTest
 
-/// Issue 23, "The codes are never explained": every state, outcome, alert kind, reason and Apple
+/// Every state, outcome, alert kind, reason and Apple
 /// status shown has its meaning and what to do beside it.
 final class ConsoleExplanationsTests: XCTestCase {
     func testEveryWordTheConsoleShowsHasAMeaning() {

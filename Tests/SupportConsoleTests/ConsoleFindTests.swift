@@ -6,7 +6,7 @@ import TestSupport
 import XCTest
 
 /// The header's one "find" box, and buyers credited by a job that does not name them
-/// (a notification, a late order match, a lookup): issue 23, "Search misses credited buyers".
+/// (a notification, a late order match, a lookup).
 final class ConsoleFindTests: XCTestCase {
     /// A buyer credited through a notification: the job has no user or order, only the ledger names them.
     static func creditThroughANotification(_ harness: ConsoleHarness) async throws -> Int {

@@ -6,7 +6,7 @@ import SupportConsole
 import TestSupport
 import XCTest
 
-/// The findings of issue 23's ASVS read: each test here failed before the fix it names.
+/// OWASP ASVS checks of the console: the audit trail, cookies and transport, requests from elsewhere.
 final class ConsoleHardeningTests: XCTestCase {
     // MARK: audit trail
 

@@ -3,7 +3,7 @@ import SupportConsole
 import TestSupport
 import XCTest
 
-/// Issue 23's journeys in a real Chromium, at laptop (1280×800) and phone (390×844) size: find a
+/// Support's journeys in a real Chromium, at laptop (1280×800) and phone (390×844) size: find a
 /// buyer from the header box, read the story and the verdict, credit their paid_not_credited
 /// alert through the open-order picker with the confirm, go Back to a page without a live Credit
 /// button, and use the console by keyboard only.

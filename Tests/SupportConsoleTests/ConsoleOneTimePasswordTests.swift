@@ -3,7 +3,7 @@ import HTTP
 import SupportConsole
 import XCTest
 
-/// The demo's printed password opens one session, then never again (issue 23).
+/// The demo's printed password opens one session, then never again.
 final class ConsoleOneTimePasswordTests: XCTestCase {
     func testAOneTimePasswordWorksForOneSignInAndTheSessionItOpenedStays() async throws {
         var configuration = try ConsoleConfiguration(listen: "127.0.0.1:0")

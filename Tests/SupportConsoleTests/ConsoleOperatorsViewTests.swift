@@ -2,7 +2,7 @@ import Foundation
 import HTTP
 import XCTest
 
-/// Issue 23, "Operators' view": state tiles and alert kinds open filtered lists; charts carry a time axis.
+/// The operators' view: state tiles and alert kinds open filtered lists; charts carry a time axis.
 final class ConsoleOperatorsViewTests: XCTestCase {
     func testOverviewTilesAndAlertKindsOpenFilteredListsAndChartsHaveATimeAxis() async throws {
         let harness = try await ConsoleHarness()

@@ -5,7 +5,7 @@ import SupportConsole
 import TestSupport
 import XCTest
 
-/// The Reconciliation page (SPEC 10, 11): reconciled days newest first by keyset, each day's status and per
+/// The Reconciliation page: reconciled days newest first by keyset, each day's status and per
 /// product Apple's numbers against the ledger's, links to the gap alerts, every value escaped.
 final class ConsoleReconciliationTests: XCTestCase {
     static let hostileProduct = "<script>alert('sku')</script>"

@@ -2,7 +2,7 @@ import Foundation
 import HTTP
 import XCTest
 
-/// Issue 23, "Crediting is free text": support chooses among the buyer's open orders for the
+/// Safe crediting: support chooses among the buyer's open orders for the
 /// product, the confirm names user, product, transaction and order, and closing a
 /// paid_not_credited alert without paying asks first.
 final class ConsoleSafeCreditTests: XCTestCase {

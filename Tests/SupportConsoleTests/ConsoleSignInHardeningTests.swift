@@ -7,8 +7,7 @@ import Synchronization
 import TestSupport
 import XCTest
 
-/// Issue 23's ASVS findings about signing in: the throttle, client addresses, users and passwords.
-/// Each test here failed before the fix it names.
+/// OWASP ASVS checks of signing in: the throttle, client addresses, users and passwords.
 final class ConsoleSignInHardeningTests: XCTestCase {
     // MARK: sign-in throttle
 

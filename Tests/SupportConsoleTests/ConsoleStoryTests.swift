@@ -5,7 +5,7 @@ import SupportConsole
 import TestSupport
 import XCTest
 
-/// Issue 23's last pieces: the buyer's story and verdict, workers alive, the find box answering
+/// The buyer's story and verdict, workers alive, the find box answering
 /// an Apple order id, and form results shared through PostgreSQL.
 final class ConsoleStoryTests: XCTestCase {
     func testTheUserPageTellsTheBuyersStoryInTimeOrderWithAVerdictToPaste() async throws {

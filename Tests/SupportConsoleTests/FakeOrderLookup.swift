@@ -3,7 +3,7 @@ import Postgres
 import SupportConsole
 import Synchronization
 
-/// Stands in for Apple's Look Up Order ID (issue 12 brings the real one): two transactions for any
+/// Stands in for Apple's Look Up Order ID (Settlement's `OrderLookupDesk` in production): two transactions for any
 /// order id, and credits recorded so tests can see what the console asked for.
 final class FakeOrderLookup: AppleOrderLookup {
     let credits = Mutex<[String]>([])

@@ -3,7 +3,7 @@ import Postgres
 import Settlement
 import SupportConsole
 
-/// The console's Apple order id lookup (SPEC 9.3) over Settlement's `OrderLookupDesk`: the
+/// The console's Apple order id lookup over Settlement's `OrderLookupDesk`: the
 /// same verification and the same exactly-once credit as `support lookup-order`.
 struct ConsoleOrderLookup: AppleOrderLookup {
     let desk: OrderLookupDesk

@@ -1,7 +1,7 @@
 import Observability
 import Postgres
 
-/// SPEC 8's database metrics: every call's result, and the pool's connections by state.
+/// The database metrics: every call's result, and the pool's connections by state.
 struct DatabaseMetrics: PostgresCallObserver {
     private let ok: Counter, error: Counter, timeout: Counter
 

@@ -31,7 +31,7 @@ struct Runtime: Sendable {
     /// The database URL, required.
     func databaseURL() throws -> String { try options.require(Settings.databaseURL) }
 
-    /// How this command's connections behave (SPEC 8): deadlines, prepared statements, limits.
+    /// How this command's connections behave: deadlines, prepared statements, limits.
     func databaseConfiguration(url: String? = nil, applicationName: String, observer: (any PostgresCallObserver)? = nil) throws -> PostgresConfiguration {
         var configuration = PostgresConfiguration(conninfo: try url ?? databaseURL(), applicationName: applicationName)
         configuration.callTimeout = options.seconds(Settings.databaseCallTimeout)

@@ -44,7 +44,7 @@ enum AlertsCommand {
         }
         let client = try await runtime.connectDatabase(maxConnections: 1, applicationName: "receipt-worker-alerts")
         let desk = SupportDesk(client: client, metrics: SettlementMetrics(registry: MetricsRegistry()), logger: runtime.logger)
-        // Each change commits with its iap.audit_log row (SPEC 10), as from the console.
+        // Each change commits with its iap.audit_log row, as from the console.
         let audit = AuditLog(client: client, logger: runtime.logger)
         let actor = options.flag("actor") ?? NSUserName()
         do {

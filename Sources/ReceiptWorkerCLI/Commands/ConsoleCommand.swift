@@ -2,7 +2,7 @@ import Foundation
 import Observability
 import SupportConsole
 
-/// `receipt-worker console`: the support console (SPEC 10) until SIGTERM/SIGINT;
+/// `receipt-worker console`: the support console until SIGTERM/SIGINT;
 /// the user commands (ConsoleUserCommands) read a password from stdin.
 enum ConsoleCommand {
     static let spec = CommandSpec(
@@ -12,7 +12,7 @@ enum ConsoleCommand {
         usage: "console [--listen HOST:PORT] [--trusted-header H --trusted-proxy ADDR,...] | console add-user NAME --role viewer|support "
             + "| console set-password NAME | console set-role NAME --role viewer|support | console disable-user NAME | console enable-user NAME "
             + "| console list-users",
-        // The App Store settings enable the Apple order id lookup page (SPEC 9.3); without them it says it is unavailable.
+        // The App Store settings enable the Apple order id lookup page; without them it says it is unavailable.
         settings: AppStoreAccess.settings + [Settings.consoleListen, Settings.consoleTrustedHeader, Settings.consoleTrustedProxy,
                                              Settings.consoleSessionSeconds, Settings.consoleIdleSeconds, Settings.consoleInsecureCookies,
                                              Settings.consoleAllowedHosts, Settings.shutdownGrace],

@@ -4,7 +4,7 @@ import Ingest
 import Observability
 import Postgres
 
-/// `receipt-worker ingest`: the HTTP API of SPEC 4 until SIGTERM/SIGINT, or with `--file PATH|-`
+/// `receipt-worker ingest`: the ingest HTTP API (docs/reference.md) until SIGTERM/SIGINT, or with `--file PATH|-`
 /// a one-shot bulk load of NDJSON receipts.
 enum IngestCommand {
     static let spec = CommandSpec(

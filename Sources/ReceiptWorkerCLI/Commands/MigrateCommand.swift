@@ -8,7 +8,7 @@ enum MigrateCommand {
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         let migrator = try loadMigrator(runtime)
-        // No call deadline by default (SPEC 8): CREATE INDEX CONCURRENTLY on a production-size
+        // No call deadline by default: CREATE INDEX CONCURRENTLY on a production-size
         // table outlasts any deadline meant for the hot path. Connect deadline and keepalives still apply.
         let limit = runtime.options.seconds(Settings.migrateCallTimeout)
         let client = try await runtime.connectDatabase(maxConnections: 1, applicationName: "receipt-worker-migrate",

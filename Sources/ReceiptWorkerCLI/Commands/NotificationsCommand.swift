@@ -2,7 +2,7 @@ import Observability
 import Foundation
 import Settlement
 
-/// `notifications backfill --since 72h`: what Apple failed to deliver, pulled and enqueued once (SPEC 9.1).
+/// `notifications backfill --since 72h`: what Apple failed to deliver, pulled and enqueued once.
 enum NotificationsCommand {
     static let spec = CommandSpec(
         name: "notifications",

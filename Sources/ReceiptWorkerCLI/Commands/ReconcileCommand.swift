@@ -5,7 +5,7 @@ import Postgres
 import Reconciliation
 import Settlement
 
-/// `reconcile --date YYYY-MM-DD [--json]`: one Pacific day of Apple's sales summary against the ledger (SPEC 11).
+/// `reconcile --date YYYY-MM-DD [--json]`: one Pacific day of Apple's sales summary against the ledger.
 /// Parses and wires only; the work is `Reconciler`'s.
 enum ReconcileCommand {
     static let spec = CommandSpec(

@@ -2,7 +2,7 @@ import Foundation
 import Observability
 import Settlement
 
-/// `support lookup-order APPLE_ORDER_ID [--user U --order O [--transaction T]]` (SPEC 9.3).
+/// `support lookup-order APPLE_ORDER_ID [--user U --order O [--transaction T]]`.
 enum SupportCommand {
     static let spec = CommandSpec(
         name: "support",

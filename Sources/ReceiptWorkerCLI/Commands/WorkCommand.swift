@@ -37,7 +37,7 @@ enum WorkCommand {
         let registry = MetricsRegistry()
         let listenURL = try runtime.databaseListenURL()
         let listener = try listenURL.map { try runtime.databaseConfiguration(url: $0, applicationName: "receipt-worker-listen") }
-        // SPEC 8's budget: the lease's own session is one of DATABASE_POOL_SIZE, so renewals never
+        // The connection budget: the lease's own session is one of DATABASE_POOL_SIZE, so renewals never
         // queue behind completions; a pool of one has no room, and the lease shares it.
         let poolSize = runtime.databasePoolSize
         let client = try runtime.databaseClient(applicationName: "receipt-worker-work", maxConnections: poolSize >= 2 ? poolSize - 1 : 1,

@@ -1,4 +1,4 @@
-/// One configuration setting: its environment variable (SPEC section 6), its flag,
+/// One configuration setting: its environment variable (as docs/reference.md lists it), its flag,
 /// how its value is checked, and its default.
 struct Setting: Sendable {
     enum Kind: Sendable {
@@ -51,7 +51,7 @@ enum Settings {
     static let keyID = Setting(env: "APPSTORE_KEY_ID", flag: "key-id", kind: .text, defaultValue: nil, help: "App Store Connect API key id")
     static let privateKeyFile = Setting(env: "APPSTORE_PRIVATE_KEY_FILE", flag: "private-key-file", kind: .filePath, defaultValue: nil,
                                         help: "App Store Connect API private key (.p8)")
-    // App Store Connect API (Sales and Trends, SPEC 11): a team key with the Sales role, not the in-app purchase key above.
+    // App Store Connect API (Sales and Trends): a team key with the Sales role, not the in-app purchase key above.
     static let connectAPIURL = Setting(env: "APPSTORECONNECT_API_URL", flag: "appstoreconnect-api-url", kind: .url,
                                        defaultValue: "https://api.appstoreconnect.apple.com", help: "App Store Connect API (sales reports)")
     static let connectIssuerID = Setting(env: "APPSTORECONNECT_ISSUER_ID", flag: "appstoreconnect-issuer-id", kind: .text, defaultValue: nil,

@@ -1,4 +1,4 @@
-/// SPEC 10: `viewer` reads, `support` reads and acts (credit, resolve, lookup).
+/// The console's roles: `viewer` reads, `support` reads and acts (credit, resolve, lookup).
 public enum ConsoleRole: String, Sendable, CaseIterable {
     case viewer
     case support

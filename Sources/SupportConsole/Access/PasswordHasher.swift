@@ -11,8 +11,8 @@ public struct PasswordHasher: Sendable {
     static let saltLength = 16
 
     /// N = 2^15, r = 8, p = 3: one of OWASP's minimum scrypt settings (equal in cost to N = 2^17,
-    /// p = 1), with 32 MiB per hash instead of 128 MiB. Hashes made with N = 2^15, p = 1 (before
-    /// issue 23) still verify and are replaced at the next sign-in.
+    /// p = 1), with 32 MiB per hash instead of 128 MiB. Hashes made with less work (N = 2^15,
+    /// p = 1) still verify and are replaced at the next sign-in.
     public static let standard = PasswordHasher(logN: 15, r: 8, p: 3)
 
     public init(logN: Int, r: Int, p: Int) {

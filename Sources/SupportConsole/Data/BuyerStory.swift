@@ -1,6 +1,6 @@
 import Foundation
 
-/// A buyer's story in time order (SPEC 10, issue 23): each order, each upload and Apple's answer
+/// A buyer's story in time order: each order, each upload and Apple's answer
 /// to it, each credit and refund, each alert raised and resolved, each Apple order id lookup.
 /// Built from what the user page already loaded; no query of its own.
 struct BuyerStory {

@@ -9,7 +9,7 @@ public struct FindMatch: Sendable, Equatable {
     public let href: String
 }
 
-/// The one "find" box (SPEC 10): the text may be a job id (`#6` too), a user id, an order id, an
+/// The one "find" box: the text may be a job id (`#6` too), a user id, an order id, an
 /// Apple transaction or original transaction id, or an Apple order id (from the buyer's receipt
 /// e-mail, known once looked up) — support rarely knows which the buyer sent — so each is tried
 /// against jobs, the ledger, the orders, the alerts and the lookups, each on its own index.

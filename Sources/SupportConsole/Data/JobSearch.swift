@@ -68,7 +68,7 @@ public struct JobSearch: Sendable {
             binds.append(value)
             conditions.append("\(column) = $\(binds.count)")
             // A state with a side table (migration 0029) is found through it, newest id first: its
-            // ids as one array (an `IN (subquery)` was walked job by job from the newest), only the
+            // ids as one array (an `IN (subquery)` is walked job by job from the newest), only the
             // page's worth of them when nothing else narrows the search.
             if column == "state", let side = Self.sideTable[value] {
                 let alone = criteria.text == nil && criteria.outcome == nil && criteria.kind == nil

@@ -1,4 +1,4 @@
-/// The job states, outcomes and kinds of SPEC 3, for filters: a value outside these is a 400.
+/// The job states, outcomes and kinds `iap.jobs` allows, for filters: a value outside these is a 400.
 enum JobVocabulary {
     static let states = ["queued", "running", "retrying", "timed_out", "done", "failed", "attention"]
     static let outcomes = ["credited", "already_credited", "revoked", "restored", "acknowledged", "consumption_sent",

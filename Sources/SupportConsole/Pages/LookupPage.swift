@@ -1,4 +1,4 @@
-/// Apple order id lookup (SPEC 9.3): the id from the buyer's e-mailed Apple receipt → its
+/// Apple order id lookup: the id from the buyer's e-mailed Apple receipt → its
 /// transactions, each creditable to an order. Unavailable until a lookup is configured.
 struct LookupPage {
     let available: Bool
@@ -8,7 +8,7 @@ struct LookupPage {
     let transactions: [LookedUpTransaction]
     let notice: (text: String, tone: String)?
 
-    /// What the page is for, in support's words (not a SPEC section number).
+    /// What the page is for, in support's words.
     static let purpose: HTML = """
         <p class="why">The buyer's receipt e-mail from Apple carries an order id (letters and digits, like MK5TTTVWJH). \
         Apple tells us every purchase in that order; one not in our ledger can be credited to the buyer's order here.</p>

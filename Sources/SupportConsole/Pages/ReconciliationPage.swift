@@ -1,4 +1,4 @@
-/// Reconciliation with Apple's books (SPEC 11): each Pacific day newest first, its outcome, and per
+/// Reconciliation with Apple's books: each Pacific day newest first, its outcome, and per
 /// in-app product Apple's units and returns against the ledger's credits and revocations, with the
 /// `reconciliation_gap` alerts the day raised.
 struct ReconciliationPage {

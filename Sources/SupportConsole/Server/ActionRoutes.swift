@@ -62,7 +62,7 @@ extension ConsoleApp {
                     try await lookups.failed(appleOrderID: appleOrderID, reason: failure.description, actor: user.name)
                     throw ActionRefusal(failure)
                 }
-                // Kept so the find box answers this Apple order id from now on (SPEC 10).
+                // Kept so the find box answers this Apple order id from now on.
                 try await lookups.found(appleOrderID: appleOrderID, transactionIDs: transactions.map(\.transactionID),
                                         userID: OrderLookupLog.knownUser(transactions.map(\.creditedUserID)), actor: user.name)
                 return Flash(message: "Apple returned \(transactions.count) transaction(s) for \(appleOrderID).", tone: "ok",

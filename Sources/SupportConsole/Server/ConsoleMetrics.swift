@@ -1,6 +1,6 @@
 import Observability
 
-/// `iap_console_requests_total{page,status}` and the request duration histogram (SPEC 10).
+/// `iap_console_requests_total{page,status}` and the request duration histogram.
 struct ConsoleMetrics: Sendable {
     let requests: CounterFamily
     let duration: HistogramFamily

@@ -4,7 +4,7 @@ import Observability
 import Postgres
 import Settlement
 
-/// `receipt-worker console`: the support console on its own HTTP server (SPEC 10).
+/// `receipt-worker console`: the support console on its own HTTP server.
 public final class ConsoleServer: Sendable {
     let app: ConsoleApp
     let server: HTTPServer

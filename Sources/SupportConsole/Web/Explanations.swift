@@ -1,6 +1,6 @@
 /// What each state, outcome, alert kind, alert reason and Apple status means, and what support
-/// does about it: shown beside the words (SPEC 10 "Find and explain"). The alert texts follow
-/// the README's "What to do with each alert".
+/// does about it: shown beside the words. The alert texts follow the alert runbook in
+/// docs/operations.md.
 enum Explanations {
     static let states: [String: String] = [
         "queued": "Waiting for a worker; it runs within seconds unless the queue is long (see the overview's oldest queued age).",

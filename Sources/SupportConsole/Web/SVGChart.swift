@@ -29,7 +29,7 @@ enum SVGChart {
     }
 
     /// Horizontal bars with labels, largest first (outcomes): HTML with a `<meter>` per row, not
-    /// SVG text, so the labels keep the page's font size on a phone (SVG text shrank to 6–8 px).
+    /// SVG text, so the labels keep the page's font size on a phone (SVG text shrinks with the drawing).
     static func labelledBars(_ items: [(label: String, value: Int)], caption: String) -> HTML {
         guard !items.isEmpty else { return "<p class=\"empty\">No finished jobs in this window.</p>" }
         let top = max(items.map(\.value).max() ?? 1, 1)

@@ -6,7 +6,7 @@ import Observability
 import Postgres
 import Settlement
 
-/// `bench appstore`: the fleet-wide App Store Server API limit (SPEC 9) with real worker processes,
+/// `bench appstore`: the fleet-wide App Store Server API limit with real worker processes,
 /// with a 429 halfway (what the fleet sent during Retry-After, and when it sent again), and a history
 /// backfill of 10,000 missed notifications over 500 pages, all against apple-sim, which refuses any
 /// request out of Apple's documented shape.

@@ -38,10 +38,9 @@ public struct AppleBenchmark: Sendable {
 
     public func run() async throws -> Int32 {
         let fastCount = context.number("jobs", default: 20_000)
-        // At 0 latency the slots turn over as fast as the database writes results: with 256 of them
-        // the claimer stalled behind the completions' round trips (results being written hold slots
-        // too) and the cores idled a quarter of the time, 0.39–0.51 of the ceiling against
-        // 0.55–0.62 with 1,024, interleaved. A worker facing Apple's 3 s runs thousands anyway.
+        // At 0 latency the slots turn over as fast as the database writes results: with a few hundred
+        // of them the claimer stalls behind the completions' round trips (results being written hold
+        // slots too) and the cores idle. A worker facing Apple's 3 s runs thousands anyway.
         let fastConcurrency = context.number("concurrency", default: 1_024)
         let inFlight = context.number("in-flight", default: 2_000)
         return try await context.withDatabase { url, cluster in
@@ -151,9 +150,9 @@ public struct AppleBenchmark: Sendable {
         let serverCPU = server?.seconds()
         var peakRSS = 0.0
         // Watched through apple-sim's own count until every receipt was asked about, then through
-        // the database for the last completions: the database probe, every 100 ms for the whole
-        // run, cost PostgreSQL 10-30 ms a call (it walks the index entries the run has just made
-        // dead), a sixth of the statement time of a 0-latency run, CPU the money path did not get.
+        // the database for the last completions: a database probe every 100 ms for the whole run
+        // would take PostgreSQL CPU from the money path (it walks the index entries the run has just
+        // made dead).
         // A count that stops short (a receipt the worker settled without asking Apple) is checked
         // against the database once it has stood still for 10 s (longer than any latency the bench
         // asks of apple-sim, so a run that is only waiting on Apple is not probed); a worker that

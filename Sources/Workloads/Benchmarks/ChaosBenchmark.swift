@@ -7,8 +7,8 @@ import Postgres
 
 /// `bench chaos`: three real workers reach PostgreSQL through a TCP relay that, mid-run,
 /// stops forwarding on every connection open at that moment without closing any (a crashed
-/// host, a failover, a dropped NAT entry). Prints how long until jobs finish again — SPEC 8
-/// wants it within LEASE_SECONDS + 10 s — and checks every receipt is credited exactly once.
+/// host, a failover, a dropped NAT entry). Prints how long until jobs finish again — the
+/// target is LEASE_SECONDS + 10 s — and checks every receipt is credited exactly once.
 public struct ChaosBenchmark: Sendable {
     let context: BenchContext
 

@@ -26,7 +26,7 @@ public struct ConsoleBenchmark: Sendable {
                 try await context.migrate(client)
                 let fillStart = ContinuousClock.now
                 // Inserting a million jobs in one statement can take longer than a call deadline on a
-                // slow minute (it did, at 30 s): the fill has none; the pages keep theirs.
+                // slow minute: the fill has none; the pages keep theirs.
                 var filling = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-bench-fill")
                 filling.callTimeout = .infinity
                 let filler = PostgresClient(configuration: filling, maxConnections: 1)

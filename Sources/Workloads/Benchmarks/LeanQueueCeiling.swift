@@ -1,7 +1,7 @@
 import Foundation
 import Postgres
 
-/// What a queue table that holds only the queue allows (issue 25): PGQueuer's shape, a primary
+/// What a queue table that holds only the queue allows: PGQueuer's shape, a primary
 /// key and one partial index on the runnable rows, the same batched SKIP LOCKED claim and
 /// completion as raw SQL on two connections, no Swift queue logic. `bench queue` prints its
 /// drain as a fraction of this.
@@ -14,10 +14,9 @@ import Postgres
 /// read by the claim).
 ///
 /// The claims pass the picked ids to the UPDATE as one array, as ours does (`QueueStore.claimSQL`):
-/// joined as a relation (`FROM picked WHERE q.id = picked.id`, this ceiling until session 10)
-/// the planner hashes the whole table for every claim, and the ceiling was a third lower
-/// (37,900–43,900 against 58,800–68,000 jobs/s, durable, 100,000 rows); PGQueuer's own
-/// `= ANY(SELECT id FROM picked)` lies between (51,600–55,900).
+/// joined as a relation (`FROM picked WHERE q.id = picked.id`) the planner hashes the whole
+/// table for every claim, and the ceiling would understate what the table allows; PGQueuer's
+/// own `= ANY(SELECT id FROM picked)` also plans worse than the array.
 struct LeanQueueCeiling: Sendable {
     enum Shape: Sendable { case bare, sameWork }
 

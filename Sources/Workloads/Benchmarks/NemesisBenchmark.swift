@@ -5,7 +5,7 @@ import HTTP
 import Observability
 import Postgres
 
-/// `bench nemesis [--seconds N] [--seed S]` (issue 21): a private primary with a synchronous
+/// `bench nemesis [--seconds N] [--seed S]`: a private primary with a synchronous
 /// streaming standby, worker processes reaching each through a fault proxy, apple-sim in
 /// process, a steady stream of paid receipts, and a seeded schedule of faults, one at a time,
 /// each healed before a short calm: workers SIGKILLed and SIGSTOPped, connections frozen and

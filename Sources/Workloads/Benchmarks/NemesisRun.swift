@@ -34,8 +34,8 @@ struct NemesisRun: Sendable {
         let times = try await checker.finishTimes()
         report(records, times: times, started: feed.startedAt)
         let unrecovered = records.filter { NemesisTimeline.recovery(times, healedAt: $0.healedAt) == nil }.count
-        // SPEC 8: after a hung primary's standby is promoted, jobs finish again within the call
-        // deadline + the connect deadline + 10 s.
+        // Every call has a deadline: after a hung primary's standby is promoted, jobs finish
+        // again within the call deadline + the connect deadline + 10 s.
         let failoverBound = settings.callTimeout + settings.connectTimeout + 10
         let slowFailovers = records.filter { record in
             record.planned.kind == .primaryHungFailover

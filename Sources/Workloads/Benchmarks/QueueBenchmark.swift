@@ -27,7 +27,7 @@ public struct QueueBenchmark: Sendable {
             let enqueueRate = try await enqueue(client, count: jobs, tag: "a")
             BenchReport.line("queue", "enqueue", ["enqueue_jobs_per_s": BenchReport.figure(enqueueRate), "jobs": "\(jobs)", "via": "COPY+INSERT..SELECT"])
 
-            // Rounds, each a drain then the lean ceiling: this machine's speed drifts by half between
+            // Rounds, each a drain then the lean ceiling: this machine's speed drifts between
             // minutes, so a ratio is taken within a round and the median of the rounds reported.
             let direct = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-bench-worker")
             let statistics = StatementStatistics(client: client)
@@ -46,7 +46,7 @@ public struct QueueBenchmark: Sendable {
                 }
                 cost.add(before, try await activity.read())
                 // The drain's dead row versions vacuumed now, outside both timings: left to autovacuum,
-                // its worker ran during whichever phase came next, the lean ceiling or the next drain.
+                // its worker would run during whichever phase comes next, the lean ceiling or the next drain.
                 _ = try await client.query("VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.job_ready, iap.job_leases")
                 let (lean, leanCPU) = try await LeanQueueCeiling(client: client, batch: claimBatch, server: server).measureWithCPU(jobs: jobs)
                 // The lean table doing our duties, in the same minute (its ratio is meaningless across minutes).
@@ -62,7 +62,7 @@ public struct QueueBenchmark: Sendable {
             BenchReport.line("queue", "drain", ["drain_jobs_per_s": BenchReport.figure(drain), "processes": "1", "concurrency": "\(concurrency)",
                              "claim_batch": "\(claimBatch)", "rounds": "\(rounds.count)", "peak_rss_mb": BenchReport.figure(ResourceUsage.peakRSSMiB())])
             // Ours and the lean table's cost in database CPU alone, the bound of a fleet whose workers run
-            // on other machines (here they share the database's two cores).
+            // on other machines (here they share the database's cores).
             let databaseRatios = rounds.compactMap { round in round.leanCPU.database.flatMap { lean in round.drainCPU.database.map { lean / $0 } } }
             if !databaseRatios.isEmpty {
                 BenchReport.line("queue", "database_cpu", [
@@ -194,8 +194,8 @@ public struct QueueBenchmark: Sendable {
         let started = ContinuousClock.now
         let run = Task { await worker.run() }
         // Watched through the worker's own counter, then confirmed once: polling the database
-        // every 20 ms cost the server a third of a core during the drain (each probe walks the
-        // index entries the drain has just made dead), load the lean ceiling does not carry.
+        // every 20 ms would load the server during the drain (each probe walks the index entries
+        // the drain has just made dead), load the lean ceiling does not carry.
         while metrics.finishedCount(outcome: "acknowledged") < jobs { try await Task.sleep(for: .milliseconds(2)) }
         try await waitUntilDrained(client)
         let seconds = (ContinuousClock.now - started).seconds

@@ -548,7 +548,7 @@ private final class SoakProcesses: Sendable {
         return nil
     }
 
-    /// Occurrences of any of `secrets` in the children's logs (must be 0: SPEC 6).
+    /// Occurrences of any of `secrets` in the children's logs (must be 0: secrets never reach a log).
     func secretsInLogs(_ secrets: [String]) -> Int {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: logDirectory)) ?? []
         return files.reduce(0) { total, file in

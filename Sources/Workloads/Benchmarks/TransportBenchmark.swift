@@ -8,7 +8,7 @@ import Observability
 /// requests always in flight (default 2000) answered after 3 s, for `--seconds` (default 20):
 /// the socket transport to apple-sim (http), the socket transport over TLS to a local https
 /// server (how the worker reaches Apple), and FoundationNetworking's URLSession to apple-sim,
-/// kept for comparison (it was the first https path and stalls under this load).
+/// kept for comparison (it stalls under this load).
 public struct TransportBenchmark: Sendable {
     let context: BenchContext
 

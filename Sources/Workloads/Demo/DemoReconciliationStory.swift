@@ -6,7 +6,7 @@ import Postgres
 import Reconciliation
 import Settlement
 
-/// The demo's reconciliation story (SPEC 11): Apple sold paul a gems_500 yesterday that never reached
+/// The demo's reconciliation story: Apple sold paul a gems_500 yesterday that never reached
 /// us (no upload, no notification). Reconciling yesterday against Apple's sales report finds the gap,
 /// pulls paul's Get Transaction History (he bought before, so one of his transactions is known), the
 /// worker credits the missing purchase, and the day then reconciles clean.

@@ -6,7 +6,7 @@ import Postgres
 import Queue
 import Settlement
 
-/// The demo's money-that-would-be-lost stories (SPEC 9): a notification Apple never delivered,
+/// The demo's money-that-would-be-lost stories: a notification Apple never delivered,
 /// recovered from Get Notification History; a refund request answered with and without the buyer's
 /// consent; a support lookup by Apple order id that credits; a purchase only Apple's sales report shows. Its own apple-sim and worker, with the
 /// App Store Server API (behind the fleet limit) configured.

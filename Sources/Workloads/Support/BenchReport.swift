@@ -24,7 +24,7 @@ public enum ResourceUsage {
     }
 }
 
-/// One result line per measurement: `bench queue drain: drain_jobs_per_s=34353 processes=1 ...`.
+/// One result line per measurement: `bench queue drain: drain_jobs_per_s=N processes=1 ...`.
 public enum BenchReport {
     public static func line(_ bench: String, _ name: String, _ fields: KeyValuePairs<String, String>) {
         line(bench, name, fields.map { ($0.key, $0.value) })
