@@ -1,7 +1,6 @@
 import AppStore
 import Foundation
 import Postgres
-import Settlement
 
 /// The buyers behind a product-day gap we can name, each with one transaction id of theirs (Get
 /// Transaction History finds a customer through any of their transactions): users with an open alert

@@ -1,7 +1,6 @@
 import AppStore
 import Foundation
 import JSONWire
-import Settlement
 
 /// One in-app product's day: Apple's units and returns against the ledger's credits and revocations.
 public struct ReconciledProduct: Sendable, Equatable {

@@ -1,7 +1,6 @@
 import AppStore
 import Foundation
 import Postgres
-import Settlement
 
 /// How a reconciled day stands, as the console's Reconciliation page lists it.
 public enum ReconciliationOutcome: String, Sendable, CaseIterable {

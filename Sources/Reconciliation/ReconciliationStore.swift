@@ -1,7 +1,6 @@
 import AppStore
 import Foundation
 import Postgres
-import Settlement
 
 /// The reconciliation's SQL, each statement in one place.
 struct ReconciliationStore: Sendable {

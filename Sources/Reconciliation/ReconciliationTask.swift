@@ -2,7 +2,6 @@ import AppStore
 import Foundation
 import Observability
 import Queue
-import Settlement
 
 /// Reconciliation's metrics: the last gap per product and the last Pacific day Apple published and we compared.
 public struct ReconciliationMetrics: Sendable {
