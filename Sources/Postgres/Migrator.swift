@@ -33,10 +33,21 @@ public struct Migration: Sendable, Equatable {
         }
     }
 
-    /// FNV-1a of the text, to notice an applied migration that was edited afterwards.
+    /// FNV-1a of what PostgreSQL runs, to notice an applied migration whose statements were edited
+    /// afterwards: `--` comments and blank lines outside quoted text do not count, so a header can
+    /// be reworded without touching databases that applied the file. The no-transaction marker
+    /// counts: it changes how the file runs.
     public var checksum: String {
+        Self.fnv1a((runsInTransaction ? "" : Self.noTransactionMarker + "\n") + MigrationStatements.withoutComments(sql))
+    }
+
+    /// FNV-1a of every byte of the file: what earlier releases of `migrate` recorded, still
+    /// accepted (`Migrator.matches`).
+    var wholeFileChecksum: String { Self.fnv1a(sql) }
+
+    private static func fnv1a(_ text: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in sql.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return String(hash, radix: 16)
     }
 }
@@ -120,7 +131,7 @@ public struct Migrator: Sendable {
         var applied: [Int] = []
         for migration in migrations {
             if let checksum = done[migration.version] {
-                if checksum != migration.checksum {
+                if !Self.matches(recorded: checksum, migration) {
                     throw MigrationError(description: "migration \(migration.version)_\(migration.name) was changed after it was applied")
                 }
                 continue
@@ -139,6 +150,13 @@ public struct Migrator: Sendable {
             applied.append(migration.version)
         }
         return applied
+    }
+
+    /// A recorded checksum matches the file when it is the file's checksum, or the whole-file
+    /// checksum of the file as it is or as it was before only its comments were edited.
+    static func matches(recorded: String, _ migration: Migration) -> Bool {
+        recorded == migration.checksum || recorded == migration.wholeFileChecksum
+            || MigrationChecksums.wholeFileBeforeCommentEdits[migration.version].map { $0 == (migration.name, recorded) } == true
     }
 
     private func record(_ migration: Migration, on connection: PostgresConnection) async throws {
