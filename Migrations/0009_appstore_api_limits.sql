@@ -1,7 +1,7 @@
--- One fleet-wide rate limit for the App Store Server API (SPEC 9): a row per endpoint family,
--- shared by every process. A grant is one statement: it reserves the next slot (1/rate after the
--- previous one, never before a 429 pause ends, never past the hourly budget) and says how long to
--- wait for it, or refuses when the slot is further away than the caller is willing to wait.
+-- One fleet-wide rate limit for the App Store Server API: a row per endpoint family, shared by
+-- every process. A grant is one statement: it reserves the next slot (1/rate after the previous
+-- one, never before a 429 pause ends, never past the hourly budget) and says how long to wait for
+-- it, or refuses when the slot is further away than the caller is willing to wait.
 CREATE TABLE iap.appstore_api_limits (
     family          text PRIMARY KEY,      -- transaction_info | notification_history | consumption | order_lookup
     next_slot_at    timestamptz NULL,      -- the earliest moment the next grant may be used

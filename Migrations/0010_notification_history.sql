@@ -1,7 +1,7 @@
--- Get Notification History (SPEC 9.1): where the maintenance leader's pulls stand, per environment.
--- A pull covers [pull_start, pull_end) page by page; page_token is the next page to ask for, saved
--- in the same transaction as the page's notifications were enqueued, so a 429, a crash or a new
--- leader resumes from the same page. A finished pull moves pulled_until to its end.
+-- Get Notification History: where the maintenance leader's pulls stand, per environment. A pull
+-- covers [pull_start, pull_end) page by page; page_token is the next page to ask for, saved in the
+-- same transaction as the page's notifications were enqueued, so a 429, a crash or a new leader
+-- resumes from the same page. A finished pull moves pulled_until to its end.
 CREATE TABLE iap.notification_history_cursor (
     environment  text PRIMARY KEY CHECK (environment IN ('Production', 'Sandbox')),
     pulled_until timestamptz NULL,   -- end of the last complete pull (NULL: never pulled)

@@ -1,6 +1,6 @@
--- Refund requests (SPEC 9.2): a CONSUMPTION_REQUEST notification records the request here and
--- schedules a `consumption` job, which answers Apple with Send Consumption Information (v2) inside
--- the 12 hours Apple allows.
+-- Refund requests: a CONSUMPTION_REQUEST notification records the request here and schedules a
+-- `consumption` job, which answers Apple with Send Consumption Information (v2) inside the 12
+-- hours Apple allows.
 ALTER TABLE iap.jobs DROP CONSTRAINT jobs_kind_check;
 ALTER TABLE iap.jobs ADD CONSTRAINT jobs_kind_check
     CHECK (kind IN ('receipt', 'signed_transaction', 'transaction_id', 'notification', 'consumption'));

@@ -1,4 +1,4 @@
--- The support console (SPEC 10): who may sign in, their sessions, and the audit trail.
+-- The support console: who may sign in, their sessions, and the audit trail.
 CREATE TABLE iap.console_users (
     name          text PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 200),
     role          text NOT NULL CHECK (role IN ('viewer', 'support')),

@@ -1,8 +1,8 @@
 -- migrate: no-transaction
--- The console's searches (SPEC 10), built CONCURRENTLY because iap.jobs, iap.credits and
--- iap.orders may be large and busy: a plain CREATE INDEX would block every enqueue and claim
--- for the length of the build. Each build is preceded by a DROP so that a run interrupted
--- midway (which leaves an INVALID index behind) is repaired by running the migration again.
+-- The console's searches, built CONCURRENTLY because iap.jobs, iap.credits and iap.orders may be
+-- large and busy: a plain CREATE INDEX would block every enqueue and claim for the length of the
+-- build. Each build is preceded by a DROP so that a run interrupted midway (which leaves an
+-- INVALID index behind) is repaired by running the migration again.
 --
 -- jobs_by_user costs one index write per non-HOT job update (0003 dropped an index like it for
 -- that reason); "what happened to this buyer" is the console's first question, and the ledger

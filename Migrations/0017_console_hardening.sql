@@ -1,7 +1,8 @@
--- Issue 23 (ASVS read of the support console). Every statement is safe to run again and on a
+-- The support console hardened: an append-only audit trail, sign-in attempts throttled across
+-- processes, sessions that end after an idle spell. Every statement is safe to run again and on a
 -- live database: new tables and columns only, functions replaced, triggers recreated.
 
--- The audit trail is append-only (SPEC 10): no role may change or remove what happened, and a
+-- The audit trail is append-only: no role may change or remove what happened, and a
 -- trigger refuses it even for the table's owner or a superuser, who ignore privileges.
 REVOKE UPDATE, DELETE, TRUNCATE ON iap.audit_log FROM PUBLIC;
 REVOKE UPDATE, DELETE, TRUNCATE ON iap.audit_log FROM CURRENT_USER;

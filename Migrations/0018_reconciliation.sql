@@ -1,8 +1,9 @@
 -- migrate: no-transaction
--- Reconciliation with Apple's books (SPEC 11). Numbered 0018: 0016 and 0017 belong to other branches.
--- Runs statement by statement so the ledger indexes build CONCURRENTLY: iap.credits is large and
--- every credit writes it. Each index is dropped first, so a build interrupted midway (an INVALID
--- index) is repaired by running the migration again.
+-- Reconciliation with Apple's books: a table of compared days, the reconciliation_gap alert
+-- kind, and the indexes that read a day's credits, revocations and open orders. Runs statement by
+-- statement so the ledger indexes build CONCURRENTLY: iap.credits is large and every credit writes
+-- it. Each index is dropped first, so a build interrupted midway (an INVALID index) is repaired by
+-- running the migration again.
 
 -- One row per Pacific reporting day and in-app product: Apple's units and returns from the daily
 -- sales summary, ours from the ledger, and when they were last compared.

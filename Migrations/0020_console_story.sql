@@ -1,6 +1,7 @@
--- Issue 23: the support console's last pieces. New tables only; safe to run again.
+-- The support console's record of Apple order id lookups, and the results its forms leave for the
+-- page they redirect to. New tables only; safe to run again.
 
--- Every Apple order id lookup (SPEC 9.3) asked from the console or `support lookup-order`, found or
+-- Every Apple order id lookup asked from the console or `support lookup-order`, found or
 -- failed: Apple order ids are not stored anywhere else, and support searches by the id on the
 -- buyer's receipt e-mail. `user_id` is set when known (a transaction already in our ledger, or
 -- the buyer a lookup credited); `transaction_ids` are what Apple returned.

@@ -1,6 +1,6 @@
 -- migrate: no-transaction
--- Reconciliation's outcome per day, for the console's Reconciliation page (SPEC 10, 11). Numbered 0021:
--- 0019 and 0020 belong to other branches. Statement by statement so the alerts index builds CONCURRENTLY.
+-- Reconciliation's outcome per day, for the console's Reconciliation page. Statement by statement
+-- so the alerts index builds CONCURRENTLY.
 
 -- The last run's outcome of each Pacific reporting day: clean, gap, or not_available (Apple has not
 -- published it yet). no_sales: Apple had no report past its publication time, a day with no sales.

@@ -1,15 +1,15 @@
--- Issue 25, step 1 of 3 (expand): the cold half of a job, written once at enqueue.
+-- Splitting iap.jobs, step 1 of 3 (expand): the cold half of a job, written once at enqueue.
 --
--- Every claim and completion changes jobs.state, a column in the partial indexes' predicates,
--- so no job update is HOT: each one wrote an entry into every index of iap.jobs (the primary
--- key, jobs_dedup, the console's jobs_by_user and jobs_by_order) and copied the wide row (the
--- payload is a receipt or a JWS). What a claim never changes moves to iap.job_requests; the
--- queue keeps only what it updates (0024 renames iap.jobs to iap.job_queue and puts a view
--- named iap.jobs in its place).
+-- Every claim and completion changes jobs.state, a column in the partial indexes' predicates, so
+-- no job update is HOT: each one writes an entry into every index of iap.jobs (the primary key,
+-- jobs_dedup, the console's jobs_by_user and jobs_by_order) and copies the wide row (the payload
+-- is a receipt or a JWS). What a claim never changes moves to iap.job_requests; the queue keeps
+-- only what it updates (0024 renames iap.jobs to iap.job_queue and puts a view named iap.jobs in
+-- its place).
 --
--- Live: from this commit on, every row inserted into iap.jobs is copied here by a trigger, so
--- enqueues during 0023's backfill are captured. Its indexes are built CONCURRENTLY in 0023,
--- after the backfill; the primary key is needed now (the backfill and the trigger meet on it).
+-- Live: from this migration on, every row inserted into iap.jobs is copied here by a trigger, so
+-- enqueues during 0023's backfill are captured. Its indexes are built CONCURRENTLY in 0023, after
+-- the backfill; the primary key is needed now (the backfill and the trigger meet on it).
 CREATE TABLE iap.job_requests (
     id         bigint PRIMARY KEY,       -- the job's id in iap.job_queue
     kind       text NOT NULL,

@@ -1,8 +1,8 @@
 -- migrate: no-transaction
--- Issue 25, step 2 of 3: copy the jobs enqueued before 0022 into iap.job_requests, in batches
--- of 5,000 that commit one by one (a DO block may COMMIT when it is not inside a transaction
--- block, which is how no-transaction migrations run), so no lock or snapshot is held for the
--- length of the copy and workers and enqueues carry on. Rows the trigger of 0022 already
+-- Splitting iap.jobs, step 2 of 3: copy the jobs enqueued before 0022 into iap.job_requests, in
+-- batches of 5,000 that commit one by one (a DO block may COMMIT when it is not inside a
+-- transaction block, which is how no-transaction migrations run), so no lock or snapshot is held
+-- for the length of the copy and workers and enqueues carry on. Rows the trigger of 0022 already
 -- copied are skipped (ON CONFLICT), so an interrupted run is finished by running it again.
 DO $$
 DECLARE

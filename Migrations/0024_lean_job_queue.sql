@@ -1,16 +1,14 @@
--- Issue 25, step 3 of 3 (contract), one short transaction: iap.jobs the table becomes
--- iap.job_queue, the lean queue (what claims and completions update), and iap.jobs becomes a
--- view over iap.job_queue and iap.job_requests with every column of SPEC 3 (and dedup_key,
--- transaction_ids, sweeps), so whatever reads iap.jobs keeps working.
+-- Splitting iap.jobs, step 3 of 3 (contract), one short transaction: iap.jobs the table becomes
+-- iap.job_queue, the lean queue (what claims and completions update), and iap.jobs becomes a view
+-- over iap.job_queue and iap.job_requests with every column a job has (dedup_key,
+-- transaction_ids and sweeps included), so whatever reads iap.jobs keeps working.
 --
 -- The lock makes the switch atomic for enqueues and workers: they wait, then find the view. The
--- wait is the catch-up below (two anti-joins of the two primary keys, about a second per few
--- million jobs: jobs nothing copied, which only disabled triggers can cause, as
--- session_replication_role = replica does, and requests of jobs deleted since) and the catalog
--- changes after it. Through the view's
--- INSTEAD OF triggers, the SQL of workers not yet rolled (claims, completions, releases through
--- UPDATE iap.jobs) keeps working until they are replaced; the product's own SQL targets the two
--- tables directly.
+-- wait is the catch-up below (two anti-joins of the two primary keys: jobs nothing copied, which
+-- only disabled triggers can cause, as session_replication_role = replica does, and requests of
+-- jobs deleted since) and the catalog changes after it. Through the view's INSTEAD OF triggers,
+-- the SQL of workers not yet rolled (claims, completions, releases through UPDATE iap.jobs) keeps
+-- working until they are replaced; the product's own SQL targets the two tables directly.
 LOCK TABLE iap.jobs IN ACCESS EXCLUSIVE MODE;
 
 -- Rows the trigger and the backfill both missed (none, unless the trigger was disabled).

@@ -1,9 +1,8 @@
--- Issue 25: a completion's witness names the jobs its transaction did NOT write (their lease had
--- passed to another worker), which is almost always none, instead of every job it wrote. A batch
--- of 1,000 ids made an 8 KB array that PostgreSQL compressed (pglz) and stored on every
--- completion: about a twentieth of the database's time per job in `bench queue`.
+-- A completion's witness names the jobs its transaction did NOT write (their lease had passed to
+-- another worker), which is almost always none, instead of every job it wrote: a batch of 1,000
+-- ids is an 8 KB array that PostgreSQL would compress and store on every completion.
 --
--- A row now reads:
+-- A row reads:
 --   lost_ids NOT NULL: committed; the batch's jobs except these were written;
 --   lost_ids NULL and job_ids NULL: a tombstone (the transaction it stands for can never commit);
 --   job_ids NOT NULL: written by a worker built before this migration (the jobs it wrote), read

@@ -1,9 +1,8 @@
--- The log of finished jobs: one row per (state, outcome) of each completion statement, written
--- by that statement in the same transaction. The console's throughput charts read it instead of
--- every job finished in their window: the day chart read one index entry and one heap row per job
--- finished that day (10 million at 10 million jobs a day) and now reads one row per completion
--- batch. It is also the first step towards a completion that writes no index entry (README,
--- "what a HOT completion would take"): the charts no longer need jobs_done or jobs_failed.
+-- The log of finished jobs: one row per (state, outcome) of each completion statement, written by
+-- that statement in the same transaction. The console's throughput charts read it, one row per
+-- completion batch, instead of one index entry and one heap row per job finished in their window.
+-- It is also a step towards a completion that writes no index entry (docs/design.md): the charts
+-- no longer need jobs_done or jobs_failed.
 --
 -- Counts are finish events: a job finished, re-queued by hand and finished again counts twice.
 -- Workers built before this migration do not write the log: during a rolling deploy the charts

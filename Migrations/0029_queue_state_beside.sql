@@ -1,7 +1,7 @@
--- Issue 25, the queue's state beside the table (README, "The queue's state lives beside the
--- table"), step 1 of 3: the side tables and the triggers that keep them in step with
--- iap.job_queue. Step 2 (0030) fills them from the jobs already there; step 3 (0031) drops the
--- partial state indexes, so that a claim and a `done` completion change no indexed column and are HOT.
+-- The queue's state beside the table (docs/design.md), step 1 of 3: the side tables and the
+-- triggers that keep them in step with iap.job_queue. Step 2 (0030) fills them from the jobs
+-- already there; step 3 (0031) drops the partial state indexes, so that a claim and a `done`
+-- completion change no indexed column and are HOT.
 --
 --   iap.job_ready      the runnable jobs (queued, retrying) by run_at: what a claim takes (and deletes)
 --   iap.job_parked     the timed_out jobs by run_at: what the sweep re-queues
@@ -19,7 +19,7 @@ CREATE TABLE IF NOT EXISTS iap.job_ready (
 CREATE INDEX IF NOT EXISTS job_ready_due ON iap.job_ready (run_at, id);
 -- Every claim deletes from it: vacuumed and analysed after every few thousand changes, or the
 -- dead entries at the head of job_ready_due and statistics saying "empty" after a quiet spell
--- make a claim read and sort the whole set (measured: 278 µs per job instead of ~15).
+-- make a claim read and sort the whole set.
 ALTER TABLE iap.job_ready SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 2000,
                                autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 2000,
                                autovacuum_vacuum_cost_delay = 0);

@@ -1,11 +1,11 @@
 -- migrate: no-transaction
--- Issue 25, the queue's state beside the table, step 2 of 3: the jobs that were already queued,
--- retrying, timed out, waiting for a human or failed when 0029's triggers took over get their side
--- rows, walked by id in batches of 20,000 that commit one by one (as 0023: no lock or snapshot
--- held for the length of the fill; workers and enqueues carry on). Each batch locks the rows it
--- reads (FOR SHARE): a job whose state changed since the batch's snapshot is read as it is now,
--- and one changing while the batch runs waits for it, so its trigger sees the row written here.
--- A row the triggers wrote first is kept (ON CONFLICT DO NOTHING); running it again is a no-op.
+-- The queue's state beside the table, step 2 of 3: the jobs that were already queued, retrying,
+-- timed out, waiting for a human or failed when 0029's triggers took over get their side rows,
+-- walked by id in batches of 20,000 that commit one by one (as 0023: no lock or snapshot held for
+-- the length of the fill; workers and enqueues carry on). Each batch locks the rows it reads (FOR
+-- SHARE): a job whose state changed since the batch's snapshot is read as it is now, and one
+-- changing while the batch runs waits for it, so its trigger sees the row written here. A row the
+-- triggers wrote first is kept (ON CONFLICT DO NOTHING); running it again is a no-op.
 DO $$
 DECLARE
     v_after bigint := 0;

@@ -1,15 +1,15 @@
 -- migrate: no-transaction
--- Issue 25: the overview's "credited since" count (attention jobs paid and not credited whose
--- transactions are all in the ledger now) read every attention job from iap.job_queue by primary
--- key once the partial index was gone (0031): ~5 µs a job. A flagged job's side row now carries
--- the Apple transactions it was paid and not credited for, so the count reads the side table
--- and the ledger, and checks the job itself only for the jobs it counts.
+-- A flagged job's side row carries the Apple transactions it was paid and not credited for, so
+-- the overview's "credited since" count (attention jobs paid and not credited whose transactions
+-- are all in the ledger now) reads the side table and the ledger, and checks the job itself only
+-- for the jobs it counts, instead of reading every attention job from iap.job_queue by primary
+-- key (0031 dropped the partial index that served it).
 --
 -- Statement by statement, each its own transaction: a transaction altering iap.job_flagged and
--- then iap.job_queue's trigger takes their locks in the opposite order to the table's writers
--- (a write to iap.job_queue writes the side tables through its triggers) and deadlocked with
--- them. The trigger is replaced in one statement (CREATE OR REPLACE), so no change goes unseen;
--- the functions are replaced first and work under the old trigger too.
+-- then iap.job_queue's trigger would take their locks in the opposite order to the table's writers
+-- (a write to iap.job_queue writes the side tables through its triggers) and deadlock with them.
+-- The trigger is replaced in one statement (CREATE OR REPLACE), so no change goes unseen; the
+-- functions are replaced first and work under the old trigger too.
 ALTER TABLE iap.job_flagged ADD COLUMN IF NOT EXISTS owed_transaction_ids text[];
 
 CREATE OR REPLACE FUNCTION iap.job_state_entered() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -1,6 +1,10 @@
-/// Splits a no-transaction migration into its statements: at a `;` that ends a line outside a
-/// quoted string, a quoted name, a comment and a dollar-quoted body, so that a `DO $$ … ; … $$;`
-/// block (a batched backfill that COMMITs as it goes) stays one statement.
+/// Reads a migration's text the way PostgreSQL does, line by line, keeping track of quoted
+/// strings, quoted names, comments and dollar-quoted bodies:
+///   * `split` cuts a no-transaction migration into its statements, at a `;` that ends a line
+///     outside all of them, so that a `DO $$ … ; … $$;` block (a batched backfill that COMMITs as
+///     it goes) stays one statement;
+///   * `withoutComments` drops what PostgreSQL never sees (`--` comments and blank lines outside
+///     quoted text), for a checksum that comments do not change.
 enum MigrationStatements {
     private enum Quote: Equatable {
         case single, double, blockComment
@@ -13,7 +17,7 @@ enum MigrationStatements {
         var quote: Quote? = nil
         for line in sql.split(separator: "\n", omittingEmptySubsequences: false) {
             current += line + "\n"
-            if endsStatement(Array(line.unicodeScalars), quote: &quote) {
+            if scan(Array(line.unicodeScalars), quote: &quote).endsStatement {
                 statements.append(current)
                 current = ""
             }
@@ -22,9 +26,31 @@ enum MigrationStatements {
         return statements
     }
 
-    /// Scans one line, carrying the open quote across lines; true when the line's last
-    /// significant character is a `;` outside every quote.
-    private static func endsStatement(_ line: [Unicode.Scalar], quote: inout Quote?) -> Bool {
+    /// The text without its `--` comments (whole lines, and the ends of lines after code) and
+    /// without blank lines, where these are outside quoted text and bodies; lines inside a
+    /// string, a block comment or a function body are kept as they are.
+    static func withoutComments(_ sql: String) -> String {
+        var kept: [String] = []
+        var quote: Quote? = nil
+        for line in sql.split(separator: "\n", omittingEmptySubsequences: false) {
+            let startsOutside = quote == nil
+            let scalars = Array(line.unicodeScalars)
+            let found = scan(scalars, quote: &quote)
+            var text = String(line)
+            if let comment = found.commentStart {
+                text = String(String.UnicodeScalarView(scalars[..<comment]))
+                while let last = text.unicodeScalars.last, last.properties.isWhitespace { text.unicodeScalars.removeLast() }
+            }
+            if startsOutside && text.allSatisfy(\.isWhitespace) { continue }
+            kept.append(text)
+        }
+        return kept.joined(separator: "\n")
+    }
+
+    /// Scans one line, carrying the open quote across lines. `endsStatement`: the line's last
+    /// significant character is a `;` outside every quote; `commentStart`: where a `--` comment
+    /// outside every quote begins.
+    private static func scan(_ line: [Unicode.Scalar], quote: inout Quote?) -> (endsStatement: Bool, commentStart: Int?) {
         var lastSignificant: Unicode.Scalar? = nil
         var index = 0
         while index < line.count {
@@ -44,7 +70,7 @@ enum MigrationStatements {
                     lastSignificant = "$"
                 }
             case nil:
-                if character == "-" && next == "-" { return lastSignificant == ";" }
+                if character == "-" && next == "-" { return (lastSignificant == ";", index) }
                 if character == "/" && next == "*" { quote = .blockComment; index += 1 }
                 else if character == "'" { quote = .single; lastSignificant = character }
                 else if character == "\"" { quote = .double; lastSignificant = character }
@@ -58,7 +84,7 @@ enum MigrationStatements {
             }
             index += 1
         }
-        return quote == nil && lastSignificant == ";"
+        return (quote == nil && lastSignificant == ";", nil)
     }
 
     /// `$$` or `$name$` starting at `index` (a `$1` parameter is not one).

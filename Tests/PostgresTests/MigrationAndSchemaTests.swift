@@ -40,7 +40,7 @@ final class MigrationAndSchemaTests: XCTestCase {
         let url = try await TestDatabase.fresh()
         var migrations = try Migrator(directory: TestDatabase.migrationsDirectory).migrations
         let first = migrations[0]
-        migrations[0] = Migration(version: first.version, name: first.name, sql: first.sql + "\n-- edited")
+        migrations[0] = Migration(version: first.version, name: first.name, sql: first.sql + "\nSELECT 1;")
         let connection = try await PostgresConnection.connect(url)
         do {
             try await Migrator(migrations: migrations).migrate(connection)
@@ -48,6 +48,40 @@ final class MigrationAndSchemaTests: XCTestCase {
         } catch let error as MigrationError {
             XCTAssertTrue(error.description.contains("changed"))
         }
+        await connection.close()
+    }
+
+    /// Comments and blank lines outside quoted text are not part of the checksum; inside a
+    /// function body they are, as is the no-transaction marker.
+    func testChecksumIgnoresCommentsOutsideQuotedText() {
+        func checksum(_ sql: String) -> String { Migration(version: 1, name: "m", sql: sql).checksum }
+        let plain = checksum("CREATE TABLE t (a int);\nCREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$\n    SELECT 1\n$$;\n")
+        XCTAssertEqual(checksum("""
+            -- A header, reworded.
+            -- On two lines.
+
+            CREATE TABLE t (a int);   -- a trailing comment
+            -- between statements
+            CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$
+                SELECT 1
+            $$;
+
+            """), plain)
+        XCTAssertNotEqual(checksum("CREATE TABLE t (a int);\nCREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$\n    -- body\n    SELECT 1\n$$;\n"),
+                          plain, "a comment inside a function body is part of the function")
+        XCTAssertNotEqual(checksum("CREATE TABLE t (a int, b text DEFAULT '-- not a comment');"),
+                          checksum("CREATE TABLE t (a int, b text DEFAULT '');"))
+        XCTAssertNotEqual(checksum(Migration.noTransactionMarker + "\nCREATE TABLE t (a int);"), checksum("CREATE TABLE t (a int);"))
+    }
+
+    func testACommentEditIsAccepted() async throws {
+        let url = try await TestDatabase.fresh()
+        var migrations = try Migrator(directory: TestDatabase.migrationsDirectory).migrations
+        let first = migrations[0]
+        migrations[0] = Migration(version: first.version, name: first.name, sql: "-- reworded\n" + first.sql + "\n-- edited\n")
+        let connection = try await PostgresConnection.connect(url)
+        let applied = try await Migrator(migrations: migrations).migrate(connection)
+        XCTAssertEqual(applied, [])
         await connection.close()
     }
 

@@ -2,7 +2,9 @@ import Postgres
 
 enum MigrateCommand {
     static let spec = CommandSpec(
-        name: "migrate", summary: "Apply Migrations/NNNN_name.sql in order under an advisory lock; a second run is a no-op.",
+        name: "migrate",
+        summary: "Create or upgrade the iap schema under an advisory lock: an empty database gets Migrations/baseline, "
+            + "any other the Migrations/NNNN_name.sql files it lacks, in order; a second run is a no-op.",
         usage: "migrate [--database-url URL] [--migrations DIR]",
         settings: Settings.database + [Settings.migrationsDir, Settings.migrateCallTimeout] + Settings.logging)
 
