@@ -31,6 +31,10 @@ public struct HTTPRouter: Sendable {
         routes.append(Route(method: method.uppercased(), pattern: pattern, segments: segments, handler: handler))
     }
 
+    /// Every (method, pattern) added, in order: what a published API description is checked against.
+    /// A GET route also answers HEAD.
+    public var routeTable: [(method: String, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
+
     public mutating func get(_ pattern: String, _ handler: @escaping HTTPRouteHandler) { add("GET", pattern, handler) }
     public mutating func post(_ pattern: String, _ handler: @escaping HTTPRouteHandler) { add("POST", pattern, handler) }
 

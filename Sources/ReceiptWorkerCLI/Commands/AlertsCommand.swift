@@ -19,7 +19,8 @@ enum AlertsCommand {
             CommandFlag(name: "actor", takesValue: true,
                         help: "credit, resolve: who acts, named by the ledger row and the audit log (default: the operating system user)"),
         ],
-        positionals: 1...2)
+        positionals: 1...2,
+        actions: ["list", "credit", "resolve"])
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         let options = runtime.options
@@ -40,7 +41,7 @@ enum AlertsCommand {
             _ = try alertID()
             guard let note = options.flag("note"), !note.isEmpty else { throw UsageError("alerts resolve needs --note TEXT") }
         default:
-            throw UsageError("unknown alerts action '\(action)' (list, credit, resolve)")
+            throw UsageError("unknown alerts action '\(action)' (\(spec.actions.joined(separator: ", ")))")
         }
         let client = try await runtime.connectDatabase(maxConnections: 1, applicationName: "receipt-worker-alerts")
         let desk = SupportDesk(client: client, metrics: SettlementMetrics(registry: MetricsRegistry()), logger: runtime.logger)

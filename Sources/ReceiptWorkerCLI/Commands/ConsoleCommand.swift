@@ -17,7 +17,8 @@ enum ConsoleCommand {
                                              Settings.consoleSessionSeconds, Settings.consoleIdleSeconds, Settings.consoleInsecureCookies,
                                              Settings.consoleAllowedHosts, Settings.shutdownGrace],
         flags: [CommandFlag(name: "role", takesValue: true, help: "add-user, set-role: viewer (read) or support (read and act)")],
-        positionals: 0...2)
+        positionals: 0...2,
+        actions: ConsoleUserCommands.actions)
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         switch runtime.options.positionals.first {

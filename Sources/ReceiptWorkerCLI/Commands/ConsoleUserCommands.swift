@@ -5,7 +5,7 @@ import SupportConsole
 /// `console add-user | set-password | set-role | disable-user | enable-user | list-users`: who may
 /// use the console. Adding never changes an existing user; each change has its own command.
 enum ConsoleUserCommands {
-    static let actions: Set<String> = ["add-user", "set-password", "set-role", "disable-user", "enable-user", "list-users"]
+    static let actions = ["add-user", "set-password", "set-role", "disable-user", "enable-user", "list-users"]
 
     static func run(_ action: String, _ runtime: Runtime) async throws -> Int32 {
         let options = runtime.options

@@ -10,11 +10,12 @@ enum NotificationsCommand {
         usage: "notifications backfill --since DURATION (e.g. 72h)",
         settings: AppStoreAccess.settings,
         flags: [CommandFlag(name: "since", takesValue: true, help: "how far back: decimal seconds or 90m, 72h (Apple keeps 180 days)")],
-        positionals: 1...1)
+        positionals: 1...1,
+        actions: ["backfill"])
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         guard runtime.options.positionals[0] == "backfill" else {
-            throw UsageError("unknown notifications action '\(runtime.options.positionals[0])' (backfill)")
+            throw UsageError("unknown notifications action '\(runtime.options.positionals[0])' (\(spec.actions.joined(separator: ", ")))")
         }
         guard let text = runtime.options.flag("since"), let since = SettlementWiring.seconds(text), since > 0 else {
             throw UsageError("notifications backfill needs --since DURATION, e.g. --since 72h")

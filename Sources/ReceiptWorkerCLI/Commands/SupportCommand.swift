@@ -15,12 +15,13 @@ enum SupportCommand {
             CommandFlag(name: "transaction", takesValue: true, help: "credit: which transaction, when the Apple order has several"),
             CommandFlag(name: "actor", takesValue: true, help: "who looks up and credits (audit log, ledger row; default: the operating system user)"),
         ],
-        positionals: 2...2)
+        positionals: 2...2,
+        actions: ["lookup-order"])
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         let options = runtime.options
         guard options.positionals[0] == "lookup-order" else {
-            throw UsageError("unknown support action '\(options.positionals[0])' (lookup-order)")
+            throw UsageError("unknown support action '\(options.positionals[0])' (\(spec.actions.joined(separator: ", ")))")
         }
         let appleOrderID = options.positionals[1]
         let user = options.flag("user"), order = options.flag("order")

@@ -21,6 +21,9 @@ struct CommandSpec: Sendable {
     var settings: [Setting] = []
     var flags: [CommandFlag] = []
     var positionals: ClosedRange<Int> = 0...0
+    /// The words that may follow the command name (`alerts list`, `console add-user`); empty when
+    /// the first argument, if any, is not an action (`inspect FILE`).
+    var actions: [String] = []
 
     func helpText() -> String {
         var lines = ["usage: receipt-worker \(usage)", "", summary]

@@ -153,6 +153,22 @@ enum Settings {
     static let leaderTTL = Setting(env: "LEADER_TTL_SECONDS", flag: "leader-ttl", kind: .seconds(0.3...3_600), defaultValue: "15",
                                    help: "length of the maintenance leadership lease; renewed every third of it, each renewal bounded by a third of it")
 
+    /// Every setting above, once: what docs/reference.md's settings table is checked against.
+    static let all: [Setting] = [
+        databaseURL, databaseListenURL, databasePoolSize, databaseCallTimeout, databaseConnectTimeout,
+        databaseIdleInTransactionTimeout, databasePreparedStatements, migrationsDir, migrateCallTimeout, leaderTTL,
+        bundleID, appID, sharedSecret, sharedSecretFile, allowSandbox, verifyReceiptURL, verifyReceiptSandboxURL, rootCerts,
+        appStoreAPIURL, appStoreAPISandboxURL, issuerID, keyID, privateKeyFile, appStoreRatePerSecond, appStoreRatePerHour,
+        historyInterval, refundPreference,
+        connectAPIURL, connectIssuerID, connectKeyID, connectPrivateKeyFile, connectVendorNumber,
+        workerConcurrency, claimBatch, leaseSeconds, appleTimeout, retryBase, retryCap, retrySchedule, maxAttempts,
+        sweepInterval, stuckAfter, alertRepeat, alertWebhookURL, retentionDays, shutdownGrace, metricsListen,
+        ingestListen, ingestToken, ingestTokenFile, maxBody,
+        consoleListen, consoleTrustedHeader, consoleTrustedProxy, consoleSessionSeconds, consoleIdleSeconds,
+        consoleInsecureCookies, consoleAllowedHosts,
+        logFormat, logLevel,
+    ]
+
     static let logging = [logFormat, logLevel]
     static let appStoreConnectCredentials = [connectAPIURL, connectIssuerID, connectKeyID, connectPrivateKeyFile, connectVendorNumber]
     static let appStoreConnect = appStoreConnectCredentials + [appleTimeout]

@@ -5,6 +5,7 @@ import Workloads
 /// which lives in the Workloads module.
 enum BenchCommand {
     static let numberFlags = ["jobs", "concurrency", "claim-batch", "processes", "rounds", "seconds", "in-flight", "seed"]
+    static let benchmarks = ["apple", "appstore", "chaos", "console", "ingest", "nemesis", "queue", "reconcile", "soak", "transport"]
 
     static let spec = CommandSpec(
         name: "bench",
@@ -21,10 +22,14 @@ enum BenchCommand {
             CommandFlag(name: "in-flight", takesValue: true, help: "apple: Apple requests in flight in the 3 s phase (default 2000)"),
             CommandFlag(name: "seed", takesValue: true, help: "nemesis: the fault schedule's seed (default 1; the same seed, the same schedule)"),
         ],
-        positionals: 1...1)
+        positionals: 1...1,
+        actions: benchmarks)
 
     static func run(_ runtime: Runtime) async throws -> Int32 {
         let name = runtime.options.positionals[0]
+        guard benchmarks.contains(name) else {
+            throw UsageError("unknown benchmark '\(name)' (benchmarks: \(benchmarks.joined(separator: ", ")))")
+        }
         let numbers = try numbers(runtime)
         if name == "transport" {
             return try await TransportBenchmark(context: BenchContext(databaseURL: "", cluster: nil, migrator: nil, numbers: numbers,
@@ -43,7 +48,7 @@ enum BenchCommand {
             "nemesis": { try await NemesisBenchmark(context: $0).run() },
         ]
         guard let workload = workloads[name] else {
-            throw UsageError("unknown benchmark '\(name)' (benchmarks: \((workloads.keys.sorted() + ["transport"]).joined(separator: ", ")))")
+            throw UsageError("benchmark '\(name)' is listed but has no workload")
         }
         let migrator = try MigrateCommand.loadMigrator(runtime)
         return try await EmbeddedDatabase.withDatabase(runtime, statementStatistics: true) { url, cluster in
