@@ -152,7 +152,8 @@ public struct OrderLookupDesk: Sendable {
         }
         if case .credited = result {
             metrics.credits.inc()
-            logger.notice("credited_by_support", ["apple_order_id": .string(appleOrderID), "transaction_id": .string(transactionID),
+            logger.notice("credited_by_support", ["announcement_key": .string("credited_by_support:\(transactionID)"),
+                                                  "apple_order_id": .string(appleOrderID), "transaction_id": .string(transactionID),
                                                   "user_id": .string(userID), "order_id": .string(orderID), "actor": .string(actor)])
         }
         return result

@@ -85,7 +85,7 @@ public struct SupportDesk: Sendable {
     /// row and the resolution name `actor`, the person who credited.
     public func credit(alertID: Int, orderID: String, actor: String,
                        alsoInTransaction: AlsoInTransaction<ManualCreditResult>? = nil) async throws -> ManualCreditResult {
-        let result: ManualCreditResult = try await client.transaction { connection in
+        let (result, transactionID): (ManualCreditResult, String) = try await client.transaction { connection in
             let alert = try await lockedOpenAlert(alertID, on: connection)
             guard alert.kind == AlertKind.paidNotCredited.rawValue else { throw SupportError.notCreditable("kind is \(alert.kind)") }
             guard let transactionID = alert.transactionID, let userID = alert.userID, let productID = alert.productID else {
@@ -106,11 +106,12 @@ public struct SupportDesk: Sendable {
                 result = .credited
             }
             try await alsoInTransaction?(connection, result)
-            return result
+            return (result, transactionID)
         }
         if result == .credited {
             metrics.credits.inc()
-            logger.notice("credited_by_support", ["alert_id": .int(alertID), "order_id": .string(orderID), "actor": .string(actor)])
+            logger.notice("credited_by_support", ["announcement_key": .string("credited_by_support:\(transactionID)"), "alert_id": .int(alertID),
+                                                  "transaction_id": .string(transactionID), "order_id": .string(orderID), "actor": .string(actor)])
         }
         return result
     }
