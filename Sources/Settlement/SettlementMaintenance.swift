@@ -44,7 +44,7 @@ public struct StuckDetector: MaintenanceTask {
     /// the second's insert does nothing (so it announces nothing). A lease that ends mid-way rolls
     /// the transaction back; the next leader raises the rest.
     public func run(term: LeaderTerm) async throws {
-        let raised: [(NewAlert, Int)] = try await client.transaction { connection in
+        let raised: [(NewAlert, Int)] = try await WitnessedTransaction(client: client).run { connection in
             var raised: [(NewAlert, Int)] = []
             for row in try await connection.query(Self.stuckJobsSQL, [stuckAfter]) {
                 try term.check()
