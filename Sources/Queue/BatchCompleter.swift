@@ -138,12 +138,13 @@ final class BatchCompleter: Sendable {
             return nil
         }
         let witness = UUID()
+        let started = ContinuousClock.now
         let written: WrittenBatch
         do {
             written = try await transaction(batch, witness: witness)
         } catch let ambiguous as AmbiguousCommit {
             // The COMMIT went out and its reply was lost: what happened decides what is announced.
-            switch await resolve(witness, jobs: batch.count, deadline: deadline) {
+            switch await resolve(witness, ambiguous, since: started, deadline: deadline) {
             case .committed(let lostIDs)?:
                 let writtenIDs = lostIDs.isEmpty ? nil : Set(ambiguous.rows.map(\.id)).subtracting(lostIDs)
                 logger.notice("commit_resolved", ["outcome": "committed", "jobs": .int(writtenIDs?.count ?? ambiguous.rows.count),
@@ -170,15 +171,20 @@ final class BatchCompleter: Sendable {
     }
 
     /// Asks a fresh session until the witness answers (a failover may take a while); nil only
-    /// when shutdown's deadline passes first.
-    private func resolve(_ witness: UUID, jobs: Int, deadline: @Sendable () -> ContinuousClock.Instant?) async -> CommitResolution? {
+    /// when shutdown's deadline passes first. Past half the witnesses' retention the witness may
+    /// be gone, and the jobs' own state answers instead.
+    private func resolve(_ witness: UUID, _ ambiguous: AmbiguousCommit, since started: ContinuousClock.Instant,
+                         deadline: @Sendable () -> ContinuousClock.Instant?) async -> CommitResolution? {
         var backoff = 0.1
         while true {
             do {
+                if ContinuousClock.now - started > .seconds(configuration.witnessRetention / 2) {
+                    return try await store.resolveCommitByJobState(ambiguous.rows, attempts: ambiguous.items.map(\.job.attempts))
+                }
                 return try await store.resolveCommit(witness: witness)
             } catch {
                 if let deadline = deadline(), ContinuousClock.now >= deadline { return nil }
-                logger.warning("commit_resolution_retry", ["jobs": .int(jobs), "error": .error(error)])
+                logger.warning("commit_resolution_retry", ["jobs": .int(ambiguous.rows.count), "error": .error(error)])
                 try? await Task.sleep(for: .seconds(backoff))
                 backoff = min(backoff * 2, 2)
             }
