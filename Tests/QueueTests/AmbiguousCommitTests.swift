@@ -32,8 +32,8 @@ final class AmbiguousCommitTests: XCTestCase {
                                 writes: extraWrite.map { [PostgresStatement($0)] } ?? [])
         }
 
-        func didCommit(_ jobIDs: [Int]) { committed.withLock { $0 += jobIDs } }
-        func didRollBack(_ jobIDs: [Int]) { rolledBack.withLock { $0 += jobIDs } }
+        func didCommit(_ runs: [JobRun]) { committed.withLock { $0 += runs.map(\.jobID) } }
+        func didRollBack(_ runs: [JobRun]) { rolledBack.withLock { $0 += runs.map(\.jobID) } }
     }
 
     private func proxiedFixture() async throws -> (QueueFixture, FaultProxy, QueueStore) {
