@@ -19,7 +19,7 @@ public struct CommitWitnessCleaner: MaintenanceTask {
     }
 
     public func run(term: LeaderTerm) async throws {
-        let deleted = try await store.deleteWitnesses(olderThan: retention)
+        let deleted = try await store.deleteWitnesses(olderThan: retention, under: term)
         if deleted > 0 { logger.debug("commit_witnesses_deleted", ["rows": .int(deleted)]) }
     }
 }

@@ -308,8 +308,14 @@ public struct QueueStore: Sendable {
         """
 
     /// Witnesses are needed only until their transaction's fate is known.
-    public func deleteWitnesses(olderThan seconds: Double) async throws -> Int {
-        try await client.query(Self.deleteOldWitnessesSQL, [seconds]).affectedRows
+    public func deleteWitnesses(olderThan seconds: Double, under term: LeaderTerm? = nil) async throws -> Int {
+        try await run(Self.deleteOldWitnessesSQL, [seconds], under: term).affectedRows
+    }
+
+    /// A maintenance statement: under a term, it changes nothing once the term has ended.
+    private func run(_ sql: String, _ binds: [any PostgresEncodable], under term: LeaderTerm?) async throws -> PostgresRows {
+        guard let term else { return try await client.query(sql, binds) }
+        return try await term.query(client, sql, binds)
     }
 
     /// A completion's row (`writtenSQL`): the jobs written, and those of the batch not written.
@@ -407,8 +413,8 @@ public struct QueueStore: Sendable {
 
     /// Jobs of crashed workers go back to the queue (or to timed_out after a full round):
     /// `limit` lease rows (claims) at a time.
-    public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 20) async throws -> [(id: Int, state: String)] {
-        try await rescued(Self.rescueSQL, [maxAttempts, limit])
+    public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 20, under term: LeaderTerm? = nil) async throws -> [(id: Int, state: String)] {
+        try await rescued(Self.rescueSQL, [maxAttempts, limit], under: term)
     }
 
     /// Running jobs whose lease ran out a minute ago and that no lease row names: claimed by a
@@ -421,12 +427,12 @@ public struct QueueStore: Sendable {
         RETURNING j.id, j.state, j.attempts
         """
 
-    public func rescueOrphanedLeases(maxAttempts: Int) async throws -> [(id: Int, state: String)] {
-        try await rescued(Self.rescueOrphansSQL, [maxAttempts])
+    public func rescueOrphanedLeases(maxAttempts: Int, under term: LeaderTerm? = nil) async throws -> [(id: Int, state: String)] {
+        try await rescued(Self.rescueOrphansSQL, [maxAttempts], under: term)
     }
 
-    private func rescued(_ sql: String, _ binds: [any PostgresEncodable]) async throws -> [(id: Int, state: String)] {
-        try await client.query(sql, binds).map { (try $0.decode(Int.self, at: 0), try $0.decode(String.self, at: 1)) }
+    private func rescued(_ sql: String, _ binds: [any PostgresEncodable], under term: LeaderTerm?) async throws -> [(id: Int, state: String)] {
+        try await run(sql, binds, under: term).map { (try $0.decode(Int.self, at: 0), try $0.decode(String.self, at: 1)) }
     }
 
     /// Lease rows of claims whose jobs this worker has all let go (written, released, fenced).
@@ -466,8 +472,8 @@ public struct QueueStore: Sendable {
         """
 
     /// Re-queues timed_out jobs, each with a fresh round of attempts.
-    public func sweepTimedOut(limit: Int = 10_000) async throws -> [Int] {
-        try await client.query(Self.sweepSQL, [limit]).map { try $0.decode(Int.self, at: 0) }
+    public func sweepTimedOut(limit: Int = 10_000, under term: LeaderTerm? = nil) async throws -> [Int] {
+        try await run(Self.sweepSQL, [limit], under: term).map { try $0.decode(Int.self, at: 0) }
     }
 
     /// NOTIFY so idle workers claim at once (after a sweep or a rescue).
