@@ -18,6 +18,7 @@ public final class FaultProxy: Sendable {
     private struct State {
         var links: [Int: Link] = [:]
         var nextID = 0
+        var accepted = 0
         var stopped = false
         /// A hung host: connections opened from now on are accepted and frozen too.
         var freezesNewConnections = false
@@ -51,6 +52,9 @@ public final class FaultProxy: Sendable {
 
     public var openConnections: Int { state.withLock { $0.links.values.filter { !$0.closing }.count } }
 
+    /// Connections accepted since the proxy started, frozen ones included: how often clients tried this host.
+    public var acceptedConnections: Int { state.withLock { $0.accepted } }
+
     /// The connections open now stop forwarding in both directions and stay open.
     public func freezeOpenConnections() {
         state.withLock { state in
@@ -65,6 +69,11 @@ public final class FaultProxy: Sendable {
             state.freezesNewConnections = true
             for id in state.links.keys { state.links[id]?.frozen = true }
         }
+    }
+
+    /// The hung host comes back: connections opened from now on are forwarded again (the frozen ones stay frozen).
+    public func recover() {
+        state.withLock { $0.freezesNewConnections = false }
     }
 
     /// Resets (RST) every open connection, or a random share of them.
@@ -114,6 +123,7 @@ public final class FaultProxy: Sendable {
                 return
             }
             LoopbackSocket.closeOnExec(client)
+            state.withLock { $0.accepted += 1 }
             if state.withLock({ $0.stopped }) {
                 close(client)
                 return
