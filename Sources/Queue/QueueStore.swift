@@ -249,6 +249,11 @@ public struct QueueStore: Sendable {
         return PostgresStatement(Self.completeWitnessedSQL, binds)
     }
 
+    static let leaveWitnessSQL = "INSERT INTO iap.commit_witness (token, lost_ids) VALUES ($1::uuid, '{}')"
+
+    /// The witness of a transaction that wrote everything it meant to (`WitnessedTransaction`).
+    func leaveWitnessStatement(_ token: UUID) -> PostgresStatement { PostgresStatement(Self.leaveWitnessSQL, [token]) }
+
     static let fenceWitnessSQL = """
         INSERT INTO iap.commit_witness (token, job_ids, lost_ids) VALUES ($1::uuid, NULL, NULL) ON CONFLICT (token) DO NOTHING
         """
@@ -272,11 +277,37 @@ public struct QueueStore: Sendable {
         return .committed(lostIDs: Set(try rows.compactMap { try $0.decode(Int?.self, at: 1) }))
     }
 
-    static let deleteOldWitnessesSQL = """
-        DELETE FROM iap.commit_witness WHERE created_at < now() - make_interval(secs => $1)
+    /// Sessions of other roles show neither state nor start time here: a tombstone is then kept
+    /// while any of them exists, which errs on the safe side.
+    /// A lost COMMIT reply past the witness's retention: each job of the batch counts as written
+    /// when it holds exactly what the completion wrote at the attempt this worker ran (no other
+    /// worker can reach that attempt without claiming it again).
+    static let writtenByStateSQL = """
+        SELECT c.id FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[]) AS c(id, attempts, state, outcome)
+        JOIN iap.job_queue q ON q.id = c.id
+        WHERE q.attempts = c.attempts AND q.state = c.state AND q.outcome IS NOT DISTINCT FROM c.outcome
         """
 
-    /// Witnesses are needed only until their transaction's fate is known (seconds to minutes).
+    /// What became of a completion whose witness may be gone: judged from the jobs themselves,
+    /// never by a tombstone. Nothing of the batch written reads as rolled back.
+    func resolveCommitByJobState(_ rows: [CompletionRow], attempts: [Int]) async throws -> CommitResolution {
+        let written = Set(try await client.query(Self.writtenByStateSQL, [
+            rows.map(\.id), attempts, rows.map(\.state), rows.map(\.outcome),
+        ]).map { try $0.decode(Int.self, at: 0) })
+        guard !written.isEmpty else { return .rolledBack }
+        return .committed(lostIDs: Set(rows.map(\.id)).subtracting(written))
+    }
+
+    static let deleteOldWitnessesSQL = """
+        DELETE FROM iap.commit_witness
+        WHERE created_at < now() - make_interval(secs => $1)
+          AND (lost_ids IS NOT NULL OR job_ids IS NOT NULL
+               OR NOT EXISTS (SELECT 1 FROM pg_stat_activity
+                              WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+                                AND (state IS NULL OR xact_start <= created_at)))
+        """
+
+    /// Witnesses are needed only until their transaction's fate is known.
     public func deleteWitnesses(olderThan seconds: Double) async throws -> Int {
         try await client.query(Self.deleteOldWitnessesSQL, [seconds]).affectedRows
     }

@@ -15,7 +15,7 @@ enum WorkCommand {
     static let appleSettings = [
         Settings.bundleID, Settings.appID, Settings.sharedSecret, Settings.sharedSecretFile, Settings.allowSandbox,
         Settings.verifyReceiptURL, Settings.verifyReceiptSandboxURL, Settings.appleTimeout, Settings.alertWebhookURL,
-        Settings.retentionDays, Settings.rootCerts, Settings.appStoreAPIURL, Settings.appStoreAPISandboxURL, Settings.issuerID,
+        Settings.retentionDays, Settings.witnessRetention, Settings.rootCerts, Settings.appStoreAPIURL, Settings.appStoreAPISandboxURL, Settings.issuerID,
         Settings.keyID, Settings.privateKeyFile, Settings.appStoreRatePerSecond, Settings.appStoreRatePerHour,
         Settings.historyInterval, Settings.refundPreference,
     ] + Settings.appStoreConnectCredentials
@@ -73,6 +73,7 @@ enum WorkCommand {
         configuration.leaseSeconds = options.seconds(Settings.leaseSeconds)
         configuration.maxAttempts = options.int(Settings.maxAttempts)
         configuration.shutdownGrace = options.seconds(Settings.shutdownGrace)
+        configuration.witnessRetention = options.seconds(Settings.witnessRetention)
         let schedule = options.list(Settings.retrySchedule).compactMap(Double.init)
         configuration.retryPolicy = schedule.isEmpty
             ? .exponential(base: options.seconds(Settings.retryBase), cap: options.seconds(Settings.retryCap))
@@ -103,7 +104,7 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
             LeaseRescuer(store: store, interval: max(0.5, min(5, configuration.leaseSeconds / 4)),
                          maxAttempts: configuration.maxAttempts, logger: logger),
             TimedOutSweeper(store: store, interval: runtime.options.seconds(Settings.sweepInterval), logger: logger),
-            CommitWitnessCleaner(store: store, logger: logger),
+            CommitWitnessCleaner(store: store, retention: configuration.witnessRetention, logger: logger),
         ] + extraMaintenance
         let leader = registry.gauge("iap_leader", help: "1 on the process that holds the maintenance lease.")
         let maintenance = Maintenance(client: leaseClient, leaderID: configuration.workerID, tasks: tasks,
