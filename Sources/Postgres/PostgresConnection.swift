@@ -30,9 +30,9 @@ public final class PostgresConnection: @unchecked Sendable {
     private let thread: ConnectionThread
     public let configuration: PostgresConfiguration
 
-    private init(configuration: PostgresConfiguration) {
+    private init(configuration: PostgresConfiguration, hostPreference: HostPreference?) {
         self.configuration = configuration
-        self.session = LibpqSession(configuration: configuration)
+        self.session = LibpqSession(configuration: configuration, hostPreference: hostPreference)
         self.thread = ConnectionThread(name: "pg-\(configuration.applicationName)")
     }
 
@@ -44,7 +44,12 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     public static func connect(_ configuration: PostgresConfiguration) async throws -> PostgresConnection {
-        let connection = PostgresConnection(configuration: configuration)
+        try await connect(configuration, hostPreference: HostPreference(configuration: configuration))
+    }
+
+    /// A pool's connection: its sessions (the first and any re-opened one) share the pool's host order.
+    static func connect(_ configuration: PostgresConfiguration, hostPreference: HostPreference?) async throws -> PostgresConnection {
+        let connection = PostgresConnection(configuration: configuration, hostPreference: hostPreference)
         do {
             try await connection.onThread { try connection.open() }
         } catch {
