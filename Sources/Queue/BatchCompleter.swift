@@ -139,7 +139,8 @@ final class BatchCompleter: Sendable {
         }
         let witness = UUID()
         let started = ContinuousClock.now
-        let written: WrittenBatch
+        let epoch = store.client.sessionsOpened
+        var written: WrittenBatch
         do {
             written = try await transaction(batch, witness: witness)
         } catch let ambiguous as AmbiguousCommit {
@@ -167,6 +168,7 @@ final class BatchCompleter: Sendable {
             throw error
         }
         if !settled.isEmpty { handler.didCommit(settled) }
+        written.epoch = epoch
         report(written)
     }
 
@@ -199,6 +201,9 @@ final class BatchCompleter: Sendable {
         let items: [Item]
         let ids: Set<Int>?
         let fenced: [Item]
+        /// The pool's session epoch before the transaction: what a retried job's cached payload
+        /// is good for (`PayloadCache`).
+        var epoch = 0
     }
 
     /// The completion transaction's COMMIT was sent and no reply came: it may have committed.
@@ -309,7 +314,7 @@ final class BatchCompleter: Sendable {
             }
             switch row.state {
             case "retrying":
-                payloads.remember(row.id, payload: item.job.payload)
+                payloads.remember(row.id, payload: item.job.payload, epoch: written.epoch)
                 let reason = row.retryReason ?? "unknown"
                 metrics.retries.labels(reason).inc()
                 logger.info("job_retry", ["job_id": .int(row.id), "attempt": .int(item.job.attempts), "reason": .string(reason),

@@ -73,19 +73,22 @@ public struct QueueStore: Sendable {
     }
 
     func claim(limit: Int, workerID: String, leaseSeconds: Double, cache: PayloadCache?) async throws -> [ClaimedJob] {
-        let rows = try await client.query(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids ?? []])
-        return try await claimedJobs(rows, cache: cache)
+        let epoch = client.sessionsOpened
+        let rows = try await client.query(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []])
+        return try await claimedJobs(rows, cache: cache, epoch: epoch)
     }
 
     /// The claimed jobs, each with its payload: from the claim's row, else from `cache`, else
-    /// (an entry evicted between the claim's id list and its reply) read again.
-    func claimedJobs(_ rows: PostgresRows, cache: PayloadCache?) async throws -> [ClaimedJob] {
+    /// (an entry evicted between the claim's id list and its reply, or a session opened since
+    /// the list was made: the claim may have run on another server) read again.
+    func claimedJobs(_ rows: PostgresRows, cache: PayloadCache?, epoch: Int) async throws -> [ClaimedJob] {
+        let cached = client.sessionsOpened == epoch ? cache : nil
         var jobs: [ClaimedJob] = []
         jobs.reserveCapacity(rows.count)
         var missing: [Int] = []
         for row in rows {
             let id = try row.decode(Int.self, at: 0)
-            let payload = try row.decode(String?.self, at: 5) ?? cache?.take(id)
+            let payload = try row.decode(String?.self, at: 5) ?? cached?.take(id, epoch: epoch)
             if payload == nil { missing.append(id) }
             jobs.append(ClaimedJob(id: id, kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
                                    productID: try row.decode(at: 4), payload: payload ?? "", attempts: try row.decode(at: 6),
@@ -380,11 +383,12 @@ public struct QueueStore: Sendable {
 
     func claim(limit: Int, workerID: String, leaseSeconds: Double, handingBackAllBut holding: [Int],
                cache: PayloadCache?) async throws -> (claimed: [ClaimedJob], handedBack: Int) {
+        let epoch = client.sessionsOpened
         let results = try await client.withConnection { connection in
             try await connection.pipeline([PostgresStatement(Self.handBackSQL, [workerID, holding]),
-                                           PostgresStatement(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids ?? []])])
+                                           PostgresStatement(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []])])
         }
-        return (try await claimedJobs(results[1], cache: cache), results[0].count)
+        return (try await claimedJobs(results[1], cache: cache, epoch: epoch), results[0].count)
     }
 
     /// What a rescue does to a job whose worker stopped answering: back to the queue, or to

@@ -8,14 +8,36 @@ import XCTest
 final class PayloadCacheTests: XCTestCase {
     func testTheOldestEntryGoesFirstAndATakenPayloadIsGone() {
         let cache = PayloadCache(capacity: 2)
-        cache.remember(1, payload: "one")
-        cache.remember(2, payload: "two")
-        cache.remember(3, payload: "three")
-        XCTAssertEqual(Set(cache.ids), [2, 3])
-        XCTAssertEqual(cache.take(2), "two")
-        XCTAssertNil(cache.take(2))
-        for id in 4...50 { cache.remember(id, payload: "\(id)") }
-        XCTAssertEqual(Set(cache.ids), [49, 50])
+        cache.remember(1, payload: "one", epoch: 1)
+        cache.remember(2, payload: "two", epoch: 1)
+        cache.remember(3, payload: "three", epoch: 1)
+        XCTAssertEqual(Set(cache.ids(epoch: 1)), [2, 3])
+        XCTAssertEqual(cache.take(2, epoch: 1), "two")
+        XCTAssertNil(cache.take(2, epoch: 1))
+        for id in 4...50 { cache.remember(id, payload: "\(id)", epoch: 1) }
+        XCTAssertEqual(Set(cache.ids(epoch: 1)), [49, 50])
+    }
+
+    /// A job id names the same job only on the server that handed it out: after a reconnect
+    /// (maybe to a standby promoted without the last commits, which hands the id to a new job),
+    /// an entry learnt before is never used.
+    func testAnEntryHoldsOnlyForTheSessionsItWasLearntOn() {
+        let cache = PayloadCache()
+        cache.remember(7, payload: "buyer-a's receipt", epoch: 3)
+        XCTAssertEqual(cache.ids(epoch: 4), [])
+        XCTAssertNil(cache.take(7, epoch: 4))
+        XCTAssertEqual(cache.count, 0)
+    }
+
+    func testAClaimAfterAReconnectReadsThePayloadAgain() async throws {
+        let fixture = try await QueueFixture.make()
+        try await fixture.enqueue(1)
+        let id = try await fixture.client.query("SELECT id FROM iap.job_queue")[0].decode(Int.self, at: 0)
+        let cache = PayloadCache()
+        cache.remember(id, payload: "another job's payload", epoch: fixture.client.sessionsOpened - 1)
+        let claimed = try await fixture.store.claim(limit: 1, workerID: "w", leaseSeconds: 30, cache: cache)
+        XCTAssertEqual(claimed.map(\.payload), ["cGF5bG9hZA=="])
+        await fixture.client.close()
     }
 
     func testAClaimLeavesOutTheCachedPayloadsAndReadsAnEvictedOneAgain() async throws {
@@ -23,7 +45,7 @@ final class PayloadCacheTests: XCTestCase {
         try await fixture.enqueue(3)
         let ids = try await fixture.client.query("SELECT id FROM iap.job_queue ORDER BY id").map { try $0.decode(Int.self, at: 0) }
         let cache = PayloadCache()
-        cache.remember(ids[0], payload: "from-the-cache")
+        cache.remember(ids[0], payload: "from-the-cache", epoch: fixture.client.sessionsOpened)
         let claimed = try await fixture.store.claim(limit: 1, workerID: "w", leaseSeconds: 30, cache: cache)
         XCTAssertEqual(claimed.map(\.payload), ["from-the-cache"], "the claim sent no payload for a cached job")
         XCTAssertEqual(cache.count, 0)
@@ -31,7 +53,7 @@ final class PayloadCacheTests: XCTestCase {
         // Named in the claim, but gone from the cache by the time the reply is read: read again.
         let rows = try await fixture.client.query(QueueStore.claimSQL, [1, "w", 30.0, [ids[1]]])
         XCTAssertNil(try rows[0].decode(String?.self, at: 5))
-        let reread = try await fixture.store.claimedJobs(rows, cache: cache)
+        let reread = try await fixture.store.claimedJobs(rows, cache: cache, epoch: fixture.client.sessionsOpened)
         XCTAssertEqual(reread.map(\.payload), ["cGF5bG9hZA=="])
         await fixture.client.close()
     }
