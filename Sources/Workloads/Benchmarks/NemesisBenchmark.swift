@@ -51,12 +51,18 @@ public struct NemesisBenchmark: Sendable {
 
     /// Runs the nemesis; true when the check passed.
     public func verdict() async throws -> Bool {
+        try await outcome().runPassed
+    }
+
+    /// Runs the nemesis; the checker's verdict.
+    func outcome() async throws -> NemesisChecker.Verdict {
         guard let migrator = context.migrator else { throw WorkloadError("bench nemesis: no migrations were given") }
         let set = try await PrivateReplicaSet.start(.init(synchronous: true))
         let simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: Self.secret, seed: settings.seed,
                                                                             faults: Self.appleBackground, hangLimit: .seconds(30)))
         var proxies: [FaultProxy] = []
         let database = NemesisDatabase(set: set, name: Self.databaseName)
+        let webhook = try NemesisWebhookReceiver()
         defer {
             WorkerSpawner.killAll()
             proxies.forEach { $0.stop() }
@@ -67,31 +73,37 @@ public struct NemesisBenchmark: Sendable {
         proxies = try [PrivateReplicaSet.Slot.a, .b].map { try FaultProxy(targetPort: set.port($0)) }
         try simulator.start()
         let workers = try NemesisFleet(binary: context.binaryPath, count: settings.workers,
-                                       environment: workerEnvironment(proxies: proxies, simulator: simulator))
+                                       environment: workerEnvironment(proxies: proxies, simulator: simulator, webhook: webhook))
         let patience = Duration.milliseconds(Int((settings.callTimeout + settings.connectTimeout + 20) * 1000))
         let targets = NemesisTargets(set: set, proxies: proxies, fleet: workers, simulator: simulator, database: database,
-                                     appleBackground: Self.appleBackground, failoverPatience: patience)
+                                     webhook: webhook, appleBackground: Self.appleBackground, failoverPatience: patience)
         BenchReport.line("nemesis", "setup", [
             "seed": "\(settings.seed)", "seconds": "\(settings.seconds)", "workers": "\(settings.workers)",
             "receipts_per_s": BenchReport.figure(settings.receiptsPerSecond), "database": "primary + synchronous standby (fsync=off)",
             "db_call_timeout_s": BenchReport.figure(settings.callTimeout), "db_connect_timeout_s": BenchReport.figure(settings.connectTimeout),
             "lease_s": "10", "logs": workers.logDirectory,
         ])
-        let passed = try await NemesisRun(settings: settings, targets: targets).run()
+        let verdict = try await NemesisRun(settings: settings, targets: targets).run()
         await simulator.shutdown(grace: .seconds(2))
+        await webhook.stop()
         await database.close()
-        if passed { workers.removeLogs() } else { FileHandle.standardError.write(Data("bench nemesis: logs kept in \(workers.logDirectory)\n".utf8)) }
-        return passed
+        if verdict.runPassed {
+            workers.removeLogs()
+        } else {
+            FileHandle.standardError.write(Data("bench nemesis: logs kept in \(workers.logDirectory)\n".utf8))
+        }
+        return verdict
     }
 
-    private func workerEnvironment(proxies: [FaultProxy], simulator: AppleSimulator) -> [String: String] {
+    private func workerEnvironment(proxies: [FaultProxy], simulator: AppleSimulator, webhook: NemesisWebhookReceiver) -> [String: String] {
         [
             // Both slots through their proxies: libpq finds the primary, whichever slot holds it.
             "DATABASE_URL": "postgresql://postgres@127.0.0.1:\(proxies[0].port),127.0.0.1:\(proxies[1].port)/\(Self.databaseName)"
                 + "?target_session_attrs=read-write&sslmode=disable",
             "DATABASE_CALL_TIMEOUT_SECONDS": BenchReport.figure(settings.callTimeout),
             "DATABASE_CONNECT_TIMEOUT_SECONDS": BenchReport.figure(settings.connectTimeout),
-            "METRICS_LISTEN": "off", "LOG_LEVEL": "info", "LOG_FORMAT": "logfmt",
+            // JSON lines: the checker reads every announcement back, key by key.
+            "METRICS_LISTEN": "off", "LOG_LEVEL": "info", "LOG_FORMAT": "json", "ALERT_WEBHOOK_URL": webhook.url,
             "APPLE_BUNDLE_ID": NemesisFeeder.bundleID, "APPLE_SHARED_SECRET": Self.secret,
             "APPLE_VERIFY_RECEIPT_URL": simulator.productionURL.absoluteString,
             "APPLE_VERIFY_RECEIPT_SANDBOX_URL": simulator.sandboxURL.absoluteString,

@@ -12,6 +12,8 @@ struct NemesisTargets: Sendable {
     let fleet: NemesisFleet
     let simulator: AppleSimulator
     let database: NemesisDatabase
+    /// The alert webhook's receiver.
+    let webhook: NemesisWebhookReceiver
     /// Apple's faults between the nemesis's own.
     let appleBackground: AppleSimFaults
     /// How long a failover waits for the fleet to finish a job on the new primary before the

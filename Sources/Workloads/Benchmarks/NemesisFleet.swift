@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// The nemesis's worker processes: `receipt-worker work`, each logging to its own file (kept
-/// across restarts, so every alert line any incarnation wrote can be counted at the end).
+/// across restarts, so every line any incarnation wrote can be counted at the end).
 final class NemesisFleet: Sendable {
     let logDirectory: String
     private let binary: String
@@ -98,16 +98,13 @@ final class NemesisFleet: Sendable {
         return (clean, running.count)
     }
 
-    /// The `alert_id`s of every `event=paid_not_credited` line any worker wrote.
-    func loggedAlertIDs() -> [Int] {
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: logDirectory)) ?? []
-        return files.flatMap { file -> [Int] in
-            let text = (try? String(contentsOfFile: "\(logDirectory)/\(file)", encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").filter { $0.contains("event=paid_not_credited ") }.compactMap { line in
-                line.split(separator: " ").first { $0.hasPrefix("alert_id=") }.flatMap { Int($0.dropFirst(9)) }
-            }
-        }
+    /// Every announcing line any incarnation of any worker wrote.
+    func loggedAnnouncements() -> [NemesisAnnouncement] {
+        NemesisLogReader.announcements(inDirectory: logDirectory)
     }
+
+    /// The running worker's pid in `index` (nil while it is down).
+    func pid(_ index: Int) -> pid_t? { pids.withLock { $0[index] } }
 
     func removeLogs() { try? FileManager.default.removeItem(atPath: logDirectory) }
 }

@@ -10,7 +10,7 @@ struct NemesisRun: Sendable {
     /// Faults start after this much steady work.
     static let warmUp: Duration = .seconds(5)
 
-    func run() async throws -> Bool {
+    func run() async throws -> NemesisChecker.Verdict {
         try targets.fleet.startAll()
         let started = ContinuousClock.now
         let feedEnd = started + .seconds(settings.seconds)
@@ -26,13 +26,19 @@ struct NemesisRun: Sendable {
             try await Task.sleep(for: .milliseconds(500))
         }
         let drained = (ContinuousClock.now - feedEnd).seconds
+        // Deliveries still queued in a worker die with it: let the last ones arrive.
+        await targets.webhook.waitUntilQuiet()
         let exits = await targets.fleet.stopAll()
-        let checker = NemesisChecker(client: targets.database.client, feed: feed, simulator: targets.simulator, fleet: targets.fleet,
-                                     kills: records.filter { $0.planned.kind == .workerKill }.map(\.injectedAt),
-                                     killWindow: settings.callTimeout + 1)
-        let verdict = try await checker.check()
+        var windows = NemesisTally.Windows()
+        windows.kills = records.filter { $0.planned.kind == .workerKill }.map { ($0.planned.worker, $0.injectedAt.timeIntervalSince1970) }
+        windows.killWindow = settings.callTimeout + 1
+        var checker = NemesisChecker(client: targets.database.client, feed: feed, simulator: targets.simulator,
+                                     announcements: targets.fleet.loggedAnnouncements() + targets.webhook.received, windows: windows)
+        checker.malformedWebhookCalls = targets.webhook.malformedCalls
+        var verdict = try await checker.check()
         let times = try await checker.finishTimes()
         report(records, times: times, started: feed.startedAt)
+        reportAnnouncements(verdict)
         let unrecovered = records.filter { NemesisTimeline.recovery(times, healedAt: $0.healedAt) == nil }.count
         // Every call has a deadline: after a hung primary's standby is promoted, jobs finish
         // again within the call deadline + the connect deadline + 10 s.
@@ -42,14 +48,16 @@ struct NemesisRun: Sendable {
                 && (NemesisTimeline.recovery(times, healedAt: record.healedAt) ?? .infinity) > failoverBound
         }.count
         let passed = verdict.passed && unrecovered == 0 && slowFailovers == 0
+        verdict.runPassed = passed
         BenchReport.line("nemesis", "summary", [
             ("seed", "\(settings.seed)"), ("faults", "\(records.count)"),
             ("receipts", "\(feed.ordered.count + feed.lostOrder.count)"), ("credited_exactly_once", "\(verdict.creditedExactlyOnce)"),
-            ("lost", "\(verdict.lost)"), ("credited_twice", "\(verdict.creditedTwice)"), ("unfinished", "\(verdict.unfinished)"),
+            ("lost", "\(verdict.lost)"), ("credited_twice", "\(verdict.creditedTwice)"),
+            ("settled_jobs_ran_again", "\(verdict.settledJobsRanAgain)"), ("unfinished", "\(verdict.unfinished)"),
             ("alerts_owed", "\(verdict.alertsOwed)"), ("alerts_missing", "\(verdict.alertsMissing)"),
-            ("alert_lines_missing", "\(verdict.alertLinesMissing)"), ("alert_lines_phantom", "\(verdict.alertLinesPhantom)"),
-            ("alert_lines_owed_by_killed_workers", "\(verdict.alertLinesOwedByKilledWorkers)"),
-            ("alerts_unlogged_jobs", verdict.unloggedAlertJobs.isEmpty ? "none" : verdict.unloggedAlertJobs.prefix(5).map(String.init).joined(separator: ",")),
+            ("announcements_once", "\(verdict.total(\.once))"), ("announcements_missing", "\(verdict.total(\.missing))"),
+            ("announcements_doubled", "\(verdict.total(\.doubled))"), ("announcements_phantom", "\(verdict.total(\.phantom))"),
+            ("announcements_unkeyed", "\(verdict.total(\.unkeyed))"), ("webhook_calls_malformed", "\(verdict.malformedWebhookCalls)"),
             ("apple_paid_not_settled", "\(verdict.applePaidNotSettled)"),
             ("longest_no_finish_s", BenchReport.figure(verdict.longestNoFinish)), ("unrecovered_faults", "\(unrecovered)"),
             ("failovers_over_bound", "\(slowFailovers)"), ("failover_bound_s", BenchReport.figure(failoverBound)),
@@ -57,7 +65,22 @@ struct NemesisRun: Sendable {
             ("worker_restarts", "\(targets.fleet.restarts)"), ("unexpected_exits", "\(targets.fleet.unexpectedExits)"),
             ("clean_shutdowns", "\(exits.clean)/\(exits.total)"), ("pass", passed ? "yes" : "no"),
         ])
-        return passed
+        return verdict
+    }
+
+    /// One line per stream of announcements: how each key was counted.
+    private func reportAnnouncements(_ verdict: NemesisChecker.Verdict) {
+        for stream in NemesisAnnouncement.Stream.allCases {
+            let count = verdict.announcements[stream] ?? NemesisTally.Count()
+            BenchReport.line("nemesis", "announcements", [
+                ("stream", stream.rawValue), ("expected", "\(count.expected)"), ("once", "\(count.once)"),
+                ("missing", "\(count.missing)"), ("owed_by_killed_workers", "\(count.missingOwedByKilledWorkers)"),
+                ("doubled", "\(count.doubled)"), ("remade_after_lost_commits", "\(count.remadeAfterLostCommits)"),
+                ("phantom", "\(count.phantom)"), ("lost_with_timeline", "\(count.lostWithTimeline)"),
+                ("unkeyed", "\(count.unkeyed)"), ("repeats", "\(count.repeats)"),
+                ("first_problems", count.examples.isEmpty ? "none" : count.examples.joined(separator: ",")),
+            ])
+        }
     }
 
     /// The schedule, one fault at a time, until the feed ends (a fault is only started when its
