@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "AppleSim"]),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "TestSupport", "EmbeddedPostgres"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "StoreKitCrypto", "AppleSim", "HTTP", "JSONWire"]),
-        .testTarget(name: "SettlementTests", dependencies: ["Settlement", "Reconciliation", "AppleSim", "AppStore", "StoreKitCrypto", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
+        .testTarget(name: "SettlementTests", dependencies: ["Settlement", "EmbeddedPostgres", "Reconciliation", "AppleSim", "AppStore", "StoreKitCrypto", "Queue", "TestSupport", "Observability", "Ingest", "HTTP"]),
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
         .testTarget(name: "SupportConsoleTests", dependencies: ["SupportConsole", "TestSupport", "EmbeddedPostgres", "HTTP", "Observability", "Postgres",
                                                                 "Settlement", "Queue", "Ingest"]),

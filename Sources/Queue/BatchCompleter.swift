@@ -272,6 +272,16 @@ final class BatchCompleter: Sendable {
         }
     }
 
+    /// The same string for the same finish on any primary: Apple's transaction ids where the job
+    /// has them (job ids are not stable across a failover that lost commits).
+    static func announcementKey(_ outcome: String, _ row: CompletionRow) -> String {
+        switch row.transactionIDs.count {
+        case 0: "\(outcome):job:\(row.id)"
+        case 1: "\(outcome):\(row.transactionIDs[0])"
+        default: "\(outcome):" + row.transactionIDs.sorted().joined(separator: ",")
+        }
+    }
+
     /// Logs and counts what was written; a job not written (or not settled) had lost its lease.
     private func report(_ written: WrittenBatch) {
         for item in written.fenced {
@@ -305,7 +315,8 @@ final class BatchCompleter: Sendable {
                     (finishedOutcome, finishedRun) = (outcome, 0)
                 }
                 finishedRun += 1
-                logger.info("job_finished", ["job_id": .int(row.id), "kind": .string(item.job.kind), "outcome": .string(outcome),
+                logger.info("job_finished", ["job_id": .int(row.id), "announcement_key": .string(Self.announcementKey(outcome, row)),
+                                             "kind": .string(item.job.kind), "outcome": .string(outcome),
                                              "transaction_id": .string(row.transactionIDs.joined(separator: ",")),
                                              "attempt": .int(item.job.attempts), "ms": .int(item.milliseconds)])
             }

@@ -249,6 +249,11 @@ public struct QueueStore: Sendable {
         return PostgresStatement(Self.completeWitnessedSQL, binds)
     }
 
+    static let leaveWitnessSQL = "INSERT INTO iap.commit_witness (token, lost_ids) VALUES ($1::uuid, '{}')"
+
+    /// The witness of a transaction that wrote everything it meant to (`WitnessedTransaction`).
+    func leaveWitnessStatement(_ token: UUID) -> PostgresStatement { PostgresStatement(Self.leaveWitnessSQL, [token]) }
+
     static let fenceWitnessSQL = """
         INSERT INTO iap.commit_witness (token, job_ids, lost_ids) VALUES ($1::uuid, NULL, NULL) ON CONFLICT (token) DO NOTHING
         """

@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import Observability
 import Postgres
+import Queue
 import Settlement
 
 /// Where a day's sales summary comes from: the App Store Connect API (or a test's stand-in).
@@ -64,7 +65,7 @@ public struct Reconciler: Sendable {
 
     /// One transaction: the ledger's side, the day's rows, its gap alerts raised or resolved, its outcome.
     private func compare(_ day: ReportDay, _ apple: SalesSummaryReport, noSales: Bool) async throws -> ReconciliationResult {
-        let (checked, opened) = try await client.transaction { connection in
+        let (checked, opened) = try await WitnessedTransaction(client: client).run { connection in
             let products = Self.compare(apple.inAppUnits, try await store.ledger(day, on: connection))
             try await store.saveDays(day, products, on: connection)
             var result = ReconciliationResult(day: day, available: true, noSales: noSales, products: products)

@@ -28,7 +28,8 @@ public final class AlertWebhook: Sendable {
     }
 
     func send(_ alert: NewAlert, id: Int, repeated: Bool) {
-        var object: [String: Any] = ["alert_id": id, "kind": alert.kind.rawValue, "reason": alert.reason, "repeat": repeated]
+        var object: [String: Any] = ["alert_id": id, "announcement_key": alert.announcementKey, "kind": alert.kind.rawValue,
+                                     "reason": alert.reason, "repeat": repeated]
         if let jobID = alert.jobID { object["job_id"] = jobID }
         for (key, value) in [("user_id", alert.userID), ("order_id", alert.orderID), ("product_id", alert.productID),
                              ("transaction_id", alert.transactionID)] {

@@ -37,6 +37,17 @@ public struct NewAlert: Sendable {
         self.details = details
     }
 
+    /// What a receiver deduplicates by: the same string for the same fact on any primary. Alert
+    /// ids are not that: a primary promoted after losing commits may give one to another alert.
+    public var announcementKey: String {
+        switch (kind, transactionID, jobID) {
+        case (.reconciliationGap, _, _): "reconciliation_gap:\(productID ?? ""):\(details["day"] ?? "")"
+        case (_, let transaction?, _): "\(kind.rawValue):\(transaction)"
+        case (_, nil, let job?): "\(kind.rawValue):job:\(job)"
+        case (_, nil, nil): kind.rawValue
+        }
+    }
+
     var detailsJSON: String {
         let data = (try? JSONSerialization.data(withJSONObject: details, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
@@ -44,7 +55,8 @@ public struct NewAlert: Sendable {
 
     /// The fields every alert log line and webhook carries.
     func logFields(id: Int) -> [(key: String, value: LogValue)] {
-        var fields: [(key: String, value: LogValue)] = [("alert_id", .int(id)), ("reason", .string(reason))]
+        var fields: [(key: String, value: LogValue)] = [("alert_id", .int(id)), ("announcement_key", .string(announcementKey)),
+                                                        ("reason", .string(reason))]
         if let jobID { fields.append(("job_id", .int(jobID))) }
         if let userID { fields.append(("user_id", .string(userID))) }
         if let orderID { fields.append(("order_id", .string(orderID))) }

@@ -103,7 +103,8 @@ public struct AppleJobHandler: JobHandler {
             for (alert, id) in effects.alerts { alerts.announce(alert, id: id, repeated: false) }
             for revoked in effects.revoked {
                 metrics.creditsRevoked.inc()
-                logger.notice("credit_revoked", ["transaction_id": .string(revoked.transactionID), "order_id": .string(revoked.orderID),
+                logger.notice("credit_revoked", ["announcement_key": .string("credit_revoked:\(revoked.transactionID)"),
+                                                 "transaction_id": .string(revoked.transactionID), "order_id": .string(revoked.orderID),
                                                  "user_id": .string(revoked.userID), "revocation_reason": .string(revoked.reason)])
             }
             for type in effects.notifications {

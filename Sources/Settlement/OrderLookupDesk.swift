@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import Observability
 import Postgres
+import Queue
 
 /// One transaction of an Apple order, verified, with what our ledger says of it.
 public struct LookedUpTransaction: Sendable, Equatable {
@@ -136,7 +137,7 @@ public struct OrderLookupDesk: Sendable {
             transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID, orderID: orderID,
             userID: userID, productID: transaction.productID, quantity: transaction.quantity, environment: transaction.environment,
             purchasedAt: transaction.purchaseDate, jobID: nil, creditedBy: actor)
-        let result: OrderCreditResult = try await client.transaction { connection in
+        let result: OrderCreditResult = try await WitnessedTransaction(client: client).run { connection in
             let result: OrderCreditResult
             switch try await ManualCredit().credit(request, on: connection) {
             case .alreadyInLedger(let entry) where entry.userID == userID:
@@ -152,7 +153,8 @@ public struct OrderLookupDesk: Sendable {
         }
         if case .credited = result {
             metrics.credits.inc()
-            logger.notice("credited_by_support", ["apple_order_id": .string(appleOrderID), "transaction_id": .string(transactionID),
+            logger.notice("credited_by_support", ["announcement_key": .string("credited_by_support:\(transactionID)"),
+                                                  "apple_order_id": .string(appleOrderID), "transaction_id": .string(transactionID),
                                                   "user_id": .string(userID), "order_id": .string(orderID), "actor": .string(actor)])
         }
         return result

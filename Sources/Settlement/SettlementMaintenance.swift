@@ -44,7 +44,7 @@ public struct StuckDetector: MaintenanceTask {
     /// the second's insert does nothing (so it announces nothing). A lease that ends mid-way rolls
     /// the transaction back; the next leader raises the rest.
     public func run(term: LeaderTerm) async throws {
-        let raised: [(NewAlert, Int)] = try await client.transaction { connection in
+        let raised: [(NewAlert, Int)] = try await WitnessedTransaction(client: client).run { connection in
             var raised: [(NewAlert, Int)] = []
             for row in try await connection.query(Self.stuckJobsSQL, [stuckAfter]) {
                 try term.check()
@@ -88,7 +88,7 @@ public struct AlertReemitter: MaintenanceTask {
                      WHERE state = 'open' AND last_notified_at < now() - make_interval(secs => $1)
                      ORDER BY last_notified_at LIMIT 1000)
           AND state = 'open' AND last_notified_at < now() - make_interval(secs => $1)
-        RETURNING id, kind, transaction_id, job_id, user_id, order_id, product_id, reason
+        RETURNING id, kind, transaction_id, job_id, user_id, order_id, product_id, reason, details->>'day'
         """
 
     public func run(term: LeaderTerm) async throws {
@@ -97,7 +97,7 @@ public struct AlertReemitter: MaintenanceTask {
             guard let kind = AlertKind(rawValue: try row.decode(at: 1)) else { continue }
             let alert = NewAlert(kind: kind, transactionID: try row.decode(at: 2), jobID: try row.decode(at: 3),
                                  userID: try row.decode(at: 4), orderID: try row.decode(at: 5), productID: try row.decode(at: 6),
-                                 reason: try row.decode(at: 7))
+                                 reason: try row.decode(at: 7), details: (try row.decode(String?.self, at: 8)).map { ["day": $0] } ?? [:])
             alerts.announce(alert, id: try row.decode(at: 0), repeated: true)
         }
     }

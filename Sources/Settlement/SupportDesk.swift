@@ -1,6 +1,7 @@
 import Foundation
 import Observability
 import Postgres
+import Queue
 
 /// One alert as support sees it.
 public struct AlertRecord: Sendable {
@@ -85,7 +86,7 @@ public struct SupportDesk: Sendable {
     /// row and the resolution name `actor`, the person who credited.
     public func credit(alertID: Int, orderID: String, actor: String,
                        alsoInTransaction: AlsoInTransaction<ManualCreditResult>? = nil) async throws -> ManualCreditResult {
-        let result: ManualCreditResult = try await client.transaction { connection in
+        let (result, transactionID): (ManualCreditResult, String) = try await WitnessedTransaction(client: client).run { connection in
             let alert = try await lockedOpenAlert(alertID, on: connection)
             guard alert.kind == AlertKind.paidNotCredited.rawValue else { throw SupportError.notCreditable("kind is \(alert.kind)") }
             guard let transactionID = alert.transactionID, let userID = alert.userID, let productID = alert.productID else {
@@ -106,11 +107,12 @@ public struct SupportDesk: Sendable {
                 result = .credited
             }
             try await alsoInTransaction?(connection, result)
-            return result
+            return (result, transactionID)
         }
         if result == .credited {
             metrics.credits.inc()
-            logger.notice("credited_by_support", ["alert_id": .int(alertID), "order_id": .string(orderID), "actor": .string(actor)])
+            logger.notice("credited_by_support", ["announcement_key": .string("credited_by_support:\(transactionID)"), "alert_id": .int(alertID),
+                                                  "transaction_id": .string(transactionID), "order_id": .string(orderID), "actor": .string(actor)])
         }
         return result
     }
@@ -118,7 +120,7 @@ public struct SupportDesk: Sendable {
     /// Resolves an open alert with a note. A paid_not_credited alert needs `confirmedNoCredit`
     /// (checked under the alert's lock, so the rule holds whatever the form or script sent).
     public func resolve(alertID: Int, note: String, confirmedNoCredit: Bool, alsoInTransaction: AlsoInTransaction<Void>? = nil) async throws {
-        try await client.transaction { connection in
+        try await WitnessedTransaction(client: client).run { connection in
             let alert = try await lockedOpenAlert(alertID, on: connection)
             if alert.kind == AlertKind.paidNotCredited.rawValue && !confirmedNoCredit { throw SupportError.noCreditNotConfirmed(alertID) }
             _ = try await connection.query(Self.resolveSQL, [alertID, note])

@@ -32,10 +32,11 @@ final class AlertWebhookTests: XCTestCase {
         let first = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
         XCTAssertEqual(first["kind"] as? String, "paid_not_credited")
         XCTAssertEqual(first["alert_id"] as? Int, 11)
+        XCTAssertEqual(first["announcement_key"] as? String, "paid_not_credited:t-hook")
         XCTAssertEqual(first["transaction_id"] as? String, "t-hook")
         XCTAssertEqual(first["repeat"] as? Bool, false)
         XCTAssertEqual(calls.load(ordering: .relaxed), 2, "one failure, one retry")
-        XCTAssertTrue(logs.lines.contains { $0.contains("level=error event=paid_not_credited") })
+        XCTAssertTrue(logs.lines.contains { $0.contains("level=error event=paid_not_credited") && $0.contains("announcement_key=paid_not_credited:t-hook") })
         delivering.cancel()
         await server.shutdown(grace: .seconds(1))
     }
