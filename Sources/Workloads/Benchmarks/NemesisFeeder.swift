@@ -6,7 +6,8 @@ import Postgres
 /// each an open order plus its paid receipt, in one transaction. One receipt in
 /// `lostOrderEvery` comes from a buyer with no order (the order id lost on the device): Apple
 /// says paid, nothing can be credited, and a `paid_not_credited` alert is owed. A batch that
-/// fails is sent again as it was (the enqueue's dedup makes that safe) until it commits.
+/// fails is sent again byte for byte (the enqueue's dedup makes that safe) until it commits:
+/// each receipt is minted once, so a batch whose COMMIT reply was lost cannot make a second job.
 struct NemesisFeeder: Sendable {
     static let bundleID = "com.example.nemesis"
     static let lostOrderEvery = 50
@@ -30,14 +31,16 @@ struct NemesisFeeder: Sendable {
     func run(until end: ContinuousClock.Instant) async -> Feed {
         var feed = Feed()
         let started = ContinuousClock.now
+        let purchasedAtMs = SimReceipt.nowMilliseconds()
         var next = 0
         while ContinuousClock.now < end {
             let due = Int(rate * (ContinuousClock.now - started).seconds)
             if due > next {
                 let batch = Array(next..<due)
+                let receipts = batch.map { Self.receipt($0, purchasedAtMs: purchasedAtMs) }
                 while !Task.isCancelled {
                     do {
-                        try await enqueue(batch)
+                        try await enqueue(batch, receipts: receipts)
                         break
                     } catch {
                         feed.failedBatches += 1
@@ -54,13 +57,16 @@ struct NemesisFeeder: Sendable {
         return feed
     }
 
-    private func enqueue(_ batch: [Int]) async throws {
+    /// Receipt `index`, the same bytes every time it is minted.
+    static func receipt(_ index: Int, purchasedAtMs: Int64) -> String {
+        SimReceipt(bundleID: bundleID, transactions: [.init(transactionID: transactionID(index), productID: "coins_100",
+                                                            purchaseDateMs: purchasedAtMs + Int64(index))]).mint()
+    }
+
+    private func enqueue(_ batch: [Int], receipts: [String]) async throws {
         let ordered = batch.filter { !Self.isLostOrder($0) }
         let users = batch.map { Self.isLostOrder($0) ? "nx-l\($0)" : "nx-u\($0)" }
         let orders = batch.map { Self.isLostOrder($0) ? "" : "nx-o\($0)" }
-        let receipts = batch.map {
-            SimReceipt(bundleID: Self.bundleID, transactions: [.init(transactionID: Self.transactionID($0), productID: "coins_100")]).mint()
-        }
         _ = try await database.client.transaction { connection in
             _ = try await connection.query("""
                 INSERT INTO iap.orders (order_id, user_id, product_id)
