@@ -51,10 +51,12 @@ public final class FaultProxy: Sendable {
 
     public var openConnections: Int { state.withLock { $0.links.values.filter { !$0.closing }.count } }
 
-    /// The connections open now stop forwarding in both directions and stay open.
-    public func freezeOpenConnections() {
+    /// The connections open now stop forwarding in both directions and stay open. Returns how many.
+    @discardableResult
+    public func freezeOpenConnections() -> Int {
         state.withLock { state in
             for id in state.links.keys { state.links[id]?.frozen = true }
+            return state.links.values.filter { !$0.closing }.count
         }
     }
 

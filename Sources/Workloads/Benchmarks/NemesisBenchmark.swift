@@ -16,7 +16,8 @@ import Postgres
 public struct NemesisBenchmark: Sendable {
     public struct Settings: Sendable {
         public var seconds = 120
-        public var seed: UInt64 = 1
+        /// Drawn at random unless given; printed, so any run replays with `--seed` (and `--pace`).
+        public var seed = NemesisBenchmark.randomSeed()
         public var workers = 3
         public var receiptsPerSecond = 100.0
         /// The workers' database deadlines: the production defaults unless a test shortens them.
@@ -26,19 +27,33 @@ public struct NemesisBenchmark: Sendable {
         public var drainLimit: Duration = .seconds(180)
         /// Scales every fault's hold and calm: a short test run takes 0.5 to fit every kind in.
         public var pace = 1.0
+        /// The kinds the schedule draws from; a run fails unless each of them took effect.
+        var kinds = NemesisFaultKind.allCases
         public init() {}
     }
 
     let context: BenchContext
     let settings: Settings
+    /// Why the flags cannot be run (a negative seed or pace), reported when the run starts.
+    private let invalid: String?
 
     public init(context: BenchContext, settings: Settings? = nil) {
         self.context = context
         var fromFlags = Settings()
         fromFlags.seconds = context.number("seconds", default: fromFlags.seconds)
-        fromFlags.seed = UInt64(context.number("seed", default: Int(fromFlags.seed)))
+        var invalid: String?
+        if let seed = context.numbers["seed"] {
+            if let seed = UInt64(exactly: seed) { fromFlags.seed = seed } else { invalid = "--seed \(seed): must be 0 or more" }
+        }
+        if let pace = context.decimals["pace"] {
+            if pace > 0, pace.isFinite { fromFlags.pace = pace } else { invalid = "--pace \(pace): must be more than 0" }
+        }
         self.settings = settings ?? fromFlags
+        self.invalid = settings == nil ? invalid : nil
     }
+
+    /// A seed short enough to type back.
+    public static func randomSeed() -> UInt64 { UInt64.random(in: 1...999_999_999) }
 
     static let databaseName = "nemesis"
     static let secret = "nemesis-secret"
@@ -56,6 +71,7 @@ public struct NemesisBenchmark: Sendable {
 
     /// Runs the nemesis; the checker's verdict.
     func outcome() async throws -> NemesisChecker.Verdict {
+        if let invalid { throw WorkloadError("bench nemesis: \(invalid)") }
         guard let migrator = context.migrator else { throw WorkloadError("bench nemesis: no migrations were given") }
         let set = try await PrivateReplicaSet.start(.init(synchronous: true))
         let simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: Self.secret, seed: settings.seed,
@@ -78,7 +94,7 @@ public struct NemesisBenchmark: Sendable {
         let targets = NemesisTargets(set: set, proxies: proxies, fleet: workers, simulator: simulator, database: database,
                                      webhook: webhook, appleBackground: Self.appleBackground, failoverPatience: patience)
         BenchReport.line("nemesis", "setup", [
-            "seed": "\(settings.seed)", "seconds": "\(settings.seconds)", "workers": "\(settings.workers)",
+            "seed": "\(settings.seed)", "pace": BenchReport.figure(settings.pace), "seconds": "\(settings.seconds)", "workers": "\(settings.workers)",
             "receipts_per_s": BenchReport.figure(settings.receiptsPerSecond), "database": "primary + synchronous standby (fsync=off)",
             "db_call_timeout_s": BenchReport.figure(settings.callTimeout), "db_connect_timeout_s": BenchReport.figure(settings.connectTimeout),
             "lease_s": "10", "logs": workers.logDirectory,

@@ -38,8 +38,9 @@ struct NemesisChecker: Sendable {
         var tally = NemesisTally(expectation: NemesisExpectation(), windows: NemesisTally.Windows())
         var observed: [NemesisAnnouncement] = []
 
-        /// The whole run's verdict: this check, and every fault recovered from in time.
+        /// The whole run's verdict: this check, every fault recovered from in time, every kind covered.
         var runPassed = false
+        var coverage = NemesisCoverage(kinds: [], records: [], receiptsFed: 0)
 
         var announcementsPassed: Bool { announcements.values.allSatisfy(\.passed) && malformedWebhookCalls == 0 }
         var passed: Bool {

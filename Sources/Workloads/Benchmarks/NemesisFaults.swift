@@ -26,7 +26,9 @@ struct NemesisFaultRecord: Sendable {
     let planned: NemesisPlannedFault
     let injectedAt: Date
     let healedAt: Date
-    /// What else is worth printing (the failover's rebuild time).
+    /// Whether it found something to break: a running worker, open connections, requests to Apple, ...
+    var tookEffect = true
+    /// What else is worth printing (the evidence that it took effect, the failover's rebuild time).
     var note: [(String, String)] = []
 }
 
@@ -36,41 +38,52 @@ extension NemesisTargets {
     func apply(_ fault: NemesisPlannedFault) async throws -> NemesisFaultRecord {
         let injectedAt = Date()
         let hold = Duration.milliseconds(Int(fault.hold * 1000))
+        var tookEffect = true
+        var note: [(String, String)] = []
         switch fault.kind {
         case .workerKill:
-            fleet.kill(fault.worker)
+            tookEffect = fleet.kill(fault.worker)
             try await Task.sleep(for: hold)
             try fleet.restart(fault.worker)
         case .workerPause:
-            fleet.signal(fault.worker, SIGSTOP)
+            tookEffect = fleet.signal(fault.worker, SIGSTOP)
             try await Task.sleep(for: hold)
             fleet.signal(fault.worker, SIGCONT)
         case .connectionsFrozen:
             let proxy = proxies[set.primary.rawValue]
-            proxy.freezeOpenConnections()
+            let frozen = proxy.freezeOpenConnections()
+            (tookEffect, note) = (frozen > 0, [("connections", "\(frozen)")])
             try await Task.sleep(for: hold)
             proxy.resetConnections()
         case .connectionsReset:
             let until = ContinuousClock.now + hold
+            var reset = 0
             while ContinuousClock.now < until {
-                proxies[set.primary.rawValue].resetConnections(fraction: 0.5)
+                reset += proxies[set.primary.rawValue].resetConnections(fraction: 0.5)
                 try await Task.sleep(for: .milliseconds(200))
             }
+            (tookEffect, note) = (reset > 0, [("connections", "\(reset)")])
         case .postgresRestart:
             try await set.restartPrimary()
         case .primaryHungFailover:
             return try await failOver(fault, injectedAt: injectedAt, hold: hold)
         case .appleOutage:
+            let before = simulator.stats.byResult["outage"] ?? 0
             simulator.startOutage(for: hold)
             try await Task.sleep(for: hold)
+            let refused = (simulator.stats.byResult["outage"] ?? 0) - before
+            (tookEffect, note) = (refused > 0, [("requests_refused", "\(refused)")])
         case .appleHang:
+            let before = simulator.stats.byResult["hang"] ?? 0
             var hanging = appleBackground
             hanging.hangRate = 0.5
             try simulator.setFaults(hanging)
             try await Task.sleep(for: hold)
             try simulator.setFaults(appleBackground)
+            let hung = (simulator.stats.byResult["hang"] ?? 0) - before
+            (tookEffect, note) = (hung > 0, [("requests_hung", "\(hung)")])
         }
-        return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: Date())
+        return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: Date(), tookEffect: tookEffect, note: note)
     }
 
     /// Hang, promote, fence; healed at the promotion. Then the fenced slot is rebuilt as the

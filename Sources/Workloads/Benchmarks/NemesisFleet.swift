@@ -34,15 +34,18 @@ final class NemesisFleet: Sendable {
         pids.withLock { $0[index] = pid }
     }
 
-    /// SIGKILL, as the OOM killer would; the worker stays down until `restart`.
-    func kill(_ index: Int) {
+    /// SIGKILL, as the OOM killer would; the worker stays down until `restart`. False when it
+    /// was not running.
+    @discardableResult
+    func kill(_ index: Int) -> Bool {
         guard let pid = pids.withLock({ state -> pid_t? in
             defer { state[index] = nil }
             return state[index]
-        }) else { return }
+        }) else { return false }
         Glibc.kill(pid, SIGKILL)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
+        return true
     }
 
     func restart(_ index: Int) throws {
@@ -51,8 +54,11 @@ final class NemesisFleet: Sendable {
         counters.withLock { $0.restarts += 1 }
     }
 
-    func signal(_ index: Int, _ number: Int32) {
-        if let pid = pids.withLock({ $0[index] }) { Glibc.kill(pid, number) }
+    /// False when the worker was not running.
+    @discardableResult
+    func signal(_ index: Int, _ number: Int32) -> Bool {
+        guard let pid = pids.withLock({ $0[index] }) else { return false }
+        return Glibc.kill(pid, number) == 0
     }
 
     /// Workers that exited without being killed are counted and started again.

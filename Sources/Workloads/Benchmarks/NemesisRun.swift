@@ -16,7 +16,7 @@ struct NemesisRun: Sendable {
         let feedEnd = started + .seconds(settings.seconds)
         let feeder = NemesisFeeder(database: targets.database, rate: settings.receiptsPerSecond)
         async let fed = feeder.run(until: feedEnd)
-        let records = try await breakThings(until: feedEnd, started: started)
+        let (records, scheduleEnd) = try await breakThings(until: feedEnd, started: started)
         let feed = await fed
 
         try targets.simulator.setFaults(NemesisBenchmark.appleBackground)
@@ -47,10 +47,20 @@ struct NemesisRun: Sendable {
             record.planned.kind == .primaryHungFailover
                 && (NemesisTimeline.recovery(times, healedAt: record.healedAt) ?? .infinity) > failoverBound
         }.count
-        let passed = verdict.passed && unrecovered == 0 && slowFailovers == 0
+        let coverage = NemesisCoverage(kinds: settings.kinds, records: records, receiptsFed: feed.ordered.count + feed.lostOrder.count)
+        BenchReport.line("nemesis", "schedule", [
+            ("faults_applied", "\(records.count)"), ("next", scheduleEnd.next?.rawValue ?? "none"),
+            ("next_needed_s", BenchReport.figure(scheduleEnd.needed)), ("left_s", BenchReport.figure(scheduleEnd.left)),
+            ("kinds_never_applied", coverage.notReached.isEmpty ? "none" : coverage.notReached.map(\.rawValue).joined(separator: ",")),
+        ])
+        coverage.report()
+        let passed = verdict.passed && unrecovered == 0 && slowFailovers == 0 && coverage.passed
         verdict.runPassed = passed
+        verdict.coverage = coverage
         BenchReport.line("nemesis", "summary", [
-            ("seed", "\(settings.seed)"), ("faults", "\(records.count)"),
+            ("seed", "\(settings.seed)"), ("pace", BenchReport.figure(settings.pace)), ("faults", "\(records.count)"),
+            ("faults_took_effect", "\(coverage.faultsInjected)"),
+            ("coverage", coverage.passed ? "complete" : coverage.problems.joined(separator: "; ")),
             ("receipts", "\(feed.ordered.count + feed.lostOrder.count)"), ("credited_exactly_once", "\(verdict.creditedExactlyOnce)"),
             ("lost", "\(verdict.lost)"), ("credited_twice", "\(verdict.creditedTwice)"),
             ("settled_jobs_ran_again", "\(verdict.settledJobsRanAgain)"), ("unfinished", "\(verdict.unfinished)"),
@@ -64,6 +74,7 @@ struct NemesisRun: Sendable {
             ("feed_failed_batches", "\(feed.failedBatches)"), ("drain_s", BenchReport.figure(drained)),
             ("worker_restarts", "\(targets.fleet.restarts)"), ("unexpected_exits", "\(targets.fleet.unexpectedExits)"),
             ("clean_shutdowns", "\(exits.clean)/\(exits.total)"), ("pass", passed ? "yes" : "no"),
+            ("replay", "bench nemesis --seconds \(settings.seconds) --seed \(settings.seed) --pace \(BenchReport.figure(settings.pace))"),
         ])
         return verdict
     }
@@ -83,13 +94,28 @@ struct NemesisRun: Sendable {
         }
     }
 
-    /// The schedule, one fault at a time, until the feed ends (a fault is only started when its
-    /// hold fits before the end).
-    private func breakThings(until end: ContinuousClock.Instant, started: ContinuousClock.Instant) async throws -> [NemesisFaultRecord] {
+    /// Where the schedule stopped: the fault that did not fit before the feed's end.
+    struct ScheduleEnd: Sendable {
+        var next: NemesisFaultKind?
+        var needed = 0.0
+        var left = 0.0
+    }
+
+    /// The schedule, one fault at a time, until the feed ends. A fault is only started when its
+    /// hold fits before the end; the first that does not ends the schedule, and says so.
+    private func breakThings(until end: ContinuousClock.Instant, started: ContinuousClock.Instant)
+        async throws -> (records: [NemesisFaultRecord], end: ScheduleEnd) {
         try await calm(until: ContinuousClock.now + Self.warmUp, started: started)
         var records: [NemesisFaultRecord] = []
-        for fault in NemesisSchedule.make(seed: settings.seed, workers: settings.workers, count: 10_000, pace: settings.pace) {
-            guard ContinuousClock.now + .milliseconds(Int(fault.hold * 1000)) + .seconds(2) < end else { break }
+        var stop = ScheduleEnd()
+        for fault in NemesisSchedule.make(seed: settings.seed, workers: settings.workers, count: 10_000, pace: settings.pace,
+                                          kinds: settings.kinds) {
+            let needed = fault.hold + 2
+            let left = (end - ContinuousClock.now).seconds
+            guard needed < left else {
+                stop = ScheduleEnd(next: fault.kind, needed: needed, left: max(0, left))
+                break
+            }
             Console.endProgress()
             let record = try await targets.apply(fault)
             records.append(record)
@@ -97,7 +123,7 @@ struct NemesisRun: Sendable {
         }
         try await calm(until: end, started: started)
         Console.endProgress()
-        return records
+        return (records, stop)
     }
 
     /// Waits, restarting workers that died on their own and showing progress.

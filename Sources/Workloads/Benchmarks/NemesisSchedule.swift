@@ -49,14 +49,15 @@ struct NemesisPlannedFault: Sendable {
 /// Every kind appears once, in a seeded order, before any repeats, so a short run still
 /// covers them all.
 enum NemesisSchedule {
-    static func make(seed: UInt64, workers: Int, count: Int, pace: Double = 1) -> [NemesisPlannedFault] {
+    static func make(seed: UInt64, workers: Int, count: Int, pace: Double = 1,
+                     kinds chosen: [NemesisFaultKind] = NemesisFaultKind.allCases) -> [NemesisPlannedFault] {
         var random = NemesisRandom(seed: seed)
-        var kinds = NemesisFaultKind.allCases
+        var kinds = chosen
         for index in stride(from: kinds.count - 1, to: 0, by: -1) {
             kinds.swapAt(index, Int(random.next() % UInt64(index + 1)))
         }
-        while kinds.count < count {
-            kinds.append(NemesisFaultKind.allCases[Int(random.next() % UInt64(NemesisFaultKind.allCases.count))])
+        while kinds.count < count, !chosen.isEmpty {
+            kinds.append(chosen[Int(random.next() % UInt64(chosen.count))])
         }
         return kinds.prefix(count).map { kind in
             NemesisPlannedFault(kind: kind, worker: Int(random.next() % UInt64(workers)),
