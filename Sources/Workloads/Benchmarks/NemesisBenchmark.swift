@@ -20,6 +20,8 @@ public struct NemesisBenchmark: Sendable {
         public var seed = NemesisBenchmark.randomSeed()
         public var workers = 3
         public var receiptsPerSecond = 100.0
+        /// The workers' `LEASE_SECONDS`; a worker paused past it loses its jobs.
+        public var leaseSeconds = 10.0
         /// The workers' database deadlines: the production defaults unless a test shortens them.
         public var callTimeout = 30.0
         public var connectTimeout = 10.0
@@ -91,13 +93,14 @@ public struct NemesisBenchmark: Sendable {
         let workers = try NemesisFleet(binary: context.binaryPath, count: settings.workers,
                                        environment: workerEnvironment(proxies: proxies, simulator: simulator, webhook: webhook))
         let patience = Duration.milliseconds(Int((settings.callTimeout + settings.connectTimeout + 20) * 1000))
+        let feeder = NemesisFeeder(database: database, rate: settings.receiptsPerSecond)
         let targets = NemesisTargets(set: set, proxies: proxies, fleet: workers, simulator: simulator, database: database,
-                                     webhook: webhook, appleBackground: Self.appleBackground, failoverPatience: patience)
+                                     webhook: webhook, feeder: feeder, appleBackground: Self.appleBackground, failoverPatience: patience)
         BenchReport.line("nemesis", "setup", [
             "seed": "\(settings.seed)", "pace": BenchReport.figure(settings.pace), "seconds": "\(settings.seconds)", "workers": "\(settings.workers)",
             "receipts_per_s": BenchReport.figure(settings.receiptsPerSecond), "database": "primary + synchronous standby (fsync=off)",
             "db_call_timeout_s": BenchReport.figure(settings.callTimeout), "db_connect_timeout_s": BenchReport.figure(settings.connectTimeout),
-            "lease_s": "10", "logs": workers.logDirectory,
+            "lease_s": BenchReport.figure(settings.leaseSeconds), "logs": workers.logDirectory,
         ])
         let verdict = try await NemesisRun(settings: settings, targets: targets).run()
         await simulator.shutdown(grace: .seconds(2))
@@ -123,7 +126,7 @@ public struct NemesisBenchmark: Sendable {
             "APPLE_BUNDLE_ID": NemesisFeeder.bundleID, "APPLE_SHARED_SECRET": Self.secret,
             "APPLE_VERIFY_RECEIPT_URL": simulator.productionURL.absoluteString,
             "APPLE_VERIFY_RECEIPT_SANDBOX_URL": simulator.sandboxURL.absoluteString,
-            "APPLE_TIMEOUT_SECONDS": "3", "LEASE_SECONDS": "10", "LEADER_TTL_SECONDS": "6",
+            "APPLE_TIMEOUT_SECONDS": "3", "LEASE_SECONDS": BenchReport.figure(settings.leaseSeconds), "LEADER_TTL_SECONDS": "6",
             // Room for a receipt caught in several faults in a row before its attempts run out.
             "RETRY_SCHEDULE": "0.5,1,2,4", "MAX_ATTEMPTS": "15", "SWEEP_INTERVAL_SECONDS": "2",
             "WORKER_CONCURRENCY": "100", "CLAIM_BATCH": "50", "SHUTDOWN_GRACE_SECONDS": "5",

@@ -1,6 +1,29 @@
 import AppleSim
 import Foundation
 import Postgres
+import Synchronization
+
+/// What the feeder sent, kept so it can be sent again: after a failover that lost commits,
+/// the web tier's own acknowledged writes may be gone too, and an app whose upload vanished
+/// uploads it again.
+final class NemesisFeedLog: Sendable {
+    struct Batch: Sendable {
+        let at: Date
+        let indexes: [Int]
+        let receipts: [String]
+    }
+
+    private let batches = Mutex<[Batch]>([])
+    private let resent = Mutex(0)
+
+    fileprivate func record(_ batch: Batch) { batches.withLock { $0.append(batch) } }
+
+    /// Batches whose sending started at `instant` or later.
+    func batches(since instant: Date) -> [Batch] { batches.withLock { $0.filter { $0.at >= instant } } }
+
+    fileprivate func countResent(_ count: Int) { resent.withLock { $0 += count } }
+    var resentBatches: Int { resent.withLock { $0 } }
+}
 
 /// The web tier during the nemesis: every 100 ms the receipts due by then (a steady rate),
 /// each an open order plus its paid receipt, in one transaction. One receipt in
@@ -14,6 +37,7 @@ struct NemesisFeeder: Sendable {
 
     let database: NemesisDatabase
     let rate: Double
+    let log = NemesisFeedLog()
 
     struct Feed: Sendable {
         /// Transaction ids whose receipts were enqueued with their order: each must be credited once.
@@ -38,15 +62,9 @@ struct NemesisFeeder: Sendable {
             if due > next {
                 let batch = Array(next..<due)
                 let receipts = batch.map { Self.receipt($0, purchasedAtMs: purchasedAtMs) }
-                while !Task.isCancelled {
-                    do {
-                        try await enqueue(batch, receipts: receipts)
-                        break
-                    } catch {
-                        feed.failedBatches += 1
-                        try? await Task.sleep(for: .milliseconds(200))
-                    }
-                }
+                let startedSending = Date()
+                feed.failedBatches += await send(batch, receipts: receipts)
+                log.record(NemesisFeedLog.Batch(at: startedSending, indexes: batch, receipts: receipts))
                 for index in batch {
                     if Self.isLostOrder(index) { feed.lostOrder.append(Self.transactionID(index)) } else { feed.ordered.append(Self.transactionID(index)) }
                 }
@@ -55,6 +73,28 @@ struct NemesisFeeder: Sendable {
             try? await Task.sleep(for: .milliseconds(100))
         }
         return feed
+    }
+
+    /// Sends again, byte for byte, every batch sent since `instant` (each until it commits).
+    func resend(since instant: Date) async {
+        let batches = log.batches(since: instant)
+        for batch in batches { _ = await send(batch.indexes, receipts: batch.receipts) }
+        log.countResent(batches.count)
+    }
+
+    /// Until it commits; returns how many tries failed.
+    private func send(_ batch: [Int], receipts: [String]) async -> Int {
+        var failed = 0
+        while !Task.isCancelled {
+            do {
+                try await enqueue(batch, receipts: receipts)
+                return failed
+            } catch {
+                failed += 1
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        return failed
     }
 
     /// Receipt `index`, the same bytes every time it is minted.

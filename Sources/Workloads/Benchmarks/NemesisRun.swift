@@ -14,8 +14,7 @@ struct NemesisRun: Sendable {
         try targets.fleet.startAll()
         let started = ContinuousClock.now
         let feedEnd = started + .seconds(settings.seconds)
-        let feeder = NemesisFeeder(database: targets.database, rate: settings.receiptsPerSecond)
-        async let fed = feeder.run(until: feedEnd)
+        async let fed = targets.feeder.run(until: feedEnd)
         let (records, scheduleEnd) = try await breakThings(until: feedEnd, started: started)
         let feed = await fed
 
@@ -32,6 +31,7 @@ struct NemesisRun: Sendable {
         var windows = NemesisTally.Windows()
         windows.kills = records.filter { $0.planned.kind == .workerKill }.map { ($0.planned.worker, $0.injectedAt.timeIntervalSince1970) }
         windows.killWindow = settings.callTimeout + 1
+        windows.lostTimelines = records.flatMap { [$0] + $0.parts }.compactMap(\.lostTimeline)
         var checker = NemesisChecker(client: targets.database.client, feed: feed, simulator: targets.simulator,
                                      announcements: targets.fleet.loggedAnnouncements() + targets.webhook.received, windows: windows)
         checker.malformedWebhookCalls = targets.webhook.malformedCalls
@@ -40,12 +40,11 @@ struct NemesisRun: Sendable {
         report(records, times: times, started: feed.startedAt)
         reportAnnouncements(verdict)
         let unrecovered = records.filter { NemesisTimeline.recovery(times, healedAt: $0.healedAt) == nil }.count
-        // Every call has a deadline: after a hung primary's standby is promoted, jobs finish
-        // again within the call deadline + the connect deadline + 10 s.
+        // Every call has a deadline: after a standby is promoted, jobs finish again within the
+        // call deadline + the connect deadline + 10 s.
         let failoverBound = settings.callTimeout + settings.connectTimeout + 10
         let slowFailovers = records.filter { record in
-            record.planned.kind == .primaryHungFailover
-                && (NemesisTimeline.recovery(times, healedAt: record.healedAt) ?? .infinity) > failoverBound
+            record.failedOver && (NemesisTimeline.recovery(times, healedAt: record.healedAt) ?? .infinity) > failoverBound
         }.count
         let coverage = NemesisCoverage(kinds: settings.kinds, records: records, receiptsFed: feed.ordered.count + feed.lostOrder.count)
         BenchReport.line("nemesis", "schedule", [
@@ -71,7 +70,8 @@ struct NemesisRun: Sendable {
             ("apple_paid_not_settled", "\(verdict.applePaidNotSettled)"),
             ("longest_no_finish_s", BenchReport.figure(verdict.longestNoFinish)), ("unrecovered_faults", "\(unrecovered)"),
             ("failovers_over_bound", "\(slowFailovers)"), ("failover_bound_s", BenchReport.figure(failoverBound)),
-            ("feed_failed_batches", "\(feed.failedBatches)"), ("drain_s", BenchReport.figure(drained)),
+            ("feed_failed_batches", "\(feed.failedBatches)"), ("feed_resent_batches", "\(targets.feeder.log.resentBatches)"),
+            ("drain_s", BenchReport.figure(drained)),
             ("worker_restarts", "\(targets.fleet.restarts)"), ("unexpected_exits", "\(targets.fleet.unexpectedExits)"),
             ("clean_shutdowns", "\(exits.clean)/\(exits.total)"), ("pass", passed ? "yes" : "no"),
             ("replay", "bench nemesis --seconds \(settings.seconds) --seed \(settings.seed) --pace \(BenchReport.figure(settings.pace))"),
@@ -108,8 +108,9 @@ struct NemesisRun: Sendable {
         try await calm(until: ContinuousClock.now + Self.warmUp, started: started)
         var records: [NemesisFaultRecord] = []
         var stop = ScheduleEnd()
-        for fault in NemesisSchedule.make(seed: settings.seed, workers: settings.workers, count: 10_000, pace: settings.pace,
-                                          kinds: settings.kinds) {
+        let shape = NemesisSchedule.Shape(workers: settings.workers, pace: settings.pace, leaseSeconds: settings.leaseSeconds,
+                                          callTimeout: settings.callTimeout)
+        for fault in NemesisSchedule.make(seed: settings.seed, count: 10_000, shape: shape, kinds: settings.kinds) {
             let needed = fault.hold + 2
             let left = (end - ContinuousClock.now).seconds
             guard needed < left else {
