@@ -20,6 +20,7 @@ public final class FaultProxy: Sendable {
     private struct State {
         var links: [Int: Link] = [:]
         var nextID = 0
+        var accepted = 0
         var stopped = false
         /// A hung host: connections opened from now on are accepted and frozen too.
         var freezesNewConnections = false
@@ -56,6 +57,9 @@ public final class FaultProxy: Sendable {
 
     public var openConnections: Int { state.withLock { $0.links.values.filter { !$0.closing }.count } }
 
+    /// Connections accepted since the proxy started, frozen ones included: how often clients tried this host.
+    public var acceptedConnections: Int { state.withLock { $0.accepted } }
+
     /// The connections open now stop forwarding in both directions and stay open. Returns how many.
     @discardableResult
     public func freezeOpenConnections() -> Int {
@@ -74,19 +78,25 @@ public final class FaultProxy: Sendable {
         }
     }
 
+    /// The hung host comes back: connections opened from now on are forwarded again (the frozen ones stay frozen).
+    public func recover() {
+        state.withLock { $0.freezesNewConnections = false }
+    }
+
     /// Resets (RST) every open connection, or a random share of them.
     @discardableResult
     public func resetConnections(fraction: Double = 1) -> Int {
-        let chosen = state.withLock { state -> [Link] in
-            var picked: [Link] = []
+        // Under the lock: a link's descriptors are closed only after it left `links`, so they
+        // cannot have been reused by a newer connection here.
+        state.withLock { state -> Int in
+            var picked = 0
             for (id, link) in state.links where !link.closing && Double.random(in: 0..<1) < fraction {
                 state.links[id]?.closing = true
-                picked.append(link)
+                picked += 1
+                Self.abort(link)
             }
             return picked
         }
-        for link in chosen { abort(link) }
-        return chosen.count
     }
 
     /// The next `count` COMMIT replies from the server, on any connection, are never delivered:
@@ -124,6 +134,7 @@ public final class FaultProxy: Sendable {
                 return
             }
             LoopbackSocket.closeOnExec(client)
+            state.withLock { $0.accepted += 1 }
             if state.withLock({ $0.stopped }) {
                 close(client)
                 return
@@ -191,16 +202,16 @@ public final class FaultProxy: Sendable {
 
     /// Resets (RST) one connection, as `resetConnections` does.
     private func reset(id: Int) {
-        guard let link = state.withLock({ state -> Link? in
-            guard let link = state.links[id], !link.closing else { return nil }
+        state.withLock { state in
+            guard let link = state.links[id], !link.closing else { return }
             state.links[id]?.closing = true
-            return link
-        }) else { return }
-        abort(link)
+            Self.abort(link)
+        }
     }
 
-    /// RST on close (linger 0); `shutdown` wakes the relay threads without sending FIN.
-    private func abort(_ link: Link) {
+    /// RST on close (linger 0); `shutdown` wakes the relay threads without sending FIN. Called
+    /// under the lock, so the descriptors cannot have been closed and reused meanwhile.
+    private static func abort(_ link: Link) {
         var linger = linger(l_onoff: 1, l_linger: 0)
         for fd in [link.client, link.upstream] {
             setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
@@ -208,22 +219,26 @@ public final class FaultProxy: Sendable {
         }
     }
 
-    /// The first direction to end shuts the other down; the last one closes both sockets.
+    /// The first direction to end shuts the other down; the last one closes both sockets. The
+    /// shutdown happens under the lock, before the other direction can close the descriptors (a
+    /// new connection could get the same numbers, and lose its reads to this shutdown).
     private func finish(id: Int) {
-        let (link, last) = state.withLock { state -> (Link?, Bool) in
-            guard var link = state.links[id] else { return (nil, false) }
+        let closing = state.withLock { state -> Link? in
+            guard var link = state.links[id] else { return nil }
             link.liveDirections -= 1
             link.closing = true
-            if link.liveDirections == 0 { state.links[id] = nil } else { state.links[id] = link }
-            return (link, link.liveDirections == 0)
+            guard link.liveDirections == 0 else {
+                state.links[id] = link
+                shutdown(link.client, Int32(SHUT_RD))
+                shutdown(link.upstream, Int32(SHUT_RD))
+                return nil
+            }
+            state.links[id] = nil
+            return link
         }
-        guard let link else { return }
-        if last {
-            close(link.client)
-            close(link.upstream)
-        } else {
-            shutdown(link.client, Int32(SHUT_RD))
-            shutdown(link.upstream, Int32(SHUT_RD))
+        if let closing {
+            close(closing.client)
+            close(closing.upstream)
         }
     }
 }

@@ -7,7 +7,7 @@ import CLibPQ
 /// `connect_timeout` documents ("applies separately to each host name or IP address").
 struct ConnectTargets {
     /// One entry of the host list: the keywords that pin libpq to it.
-    struct Host: Equatable {
+    struct Host: Hashable {
         /// `host`: a name, an IP address, a Unix-socket folder, or empty (libpq's default).
         var host: String
         /// `hostaddr`, when the user gave one for this host.

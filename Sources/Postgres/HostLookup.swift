@@ -7,11 +7,40 @@ import Glibc
 /// Resolves a host name within a deadline. libpq resolves names with a blocking
 /// `getaddrinfo` inside its connect, where no deadline reaches it; a DNS server that stopped
 /// answering would hold a connection thread for as long as the resolver's own retries last.
-/// The lookup runs on a short-lived thread of its own; past the deadline it is left to finish
-/// alone and its answer is dropped.
-enum HostLookup {
+/// A lookup runs on a thread of its own; past the deadline the caller stops waiting and the
+/// lookup is left to finish alone. So that a DNS server that stopped answering cannot turn
+/// every reconnect into another blocked thread, callers asking for a name already being looked
+/// up wait for that lookup's answer, and at most `threadLimit` lookup threads run at once
+/// (a name beyond them waits its turn, within its caller's deadline).
+final class HostLookup: Sendable {
+    /// The process's lookups.
+    static let shared = HostLookup(threadLimit: 4, resolve: HostLookup.system)
+
     /// At most this many addresses of one name are tried (each with its own deadline).
     static let addressLimit = 4
+
+    enum Answer: Sendable, Equatable {
+        case success([String])
+        case failure(String)
+    }
+
+    let threadLimit: Int
+    private let resolve: @Sendable (String) -> Answer
+
+    private struct State {
+        /// The lookup of each name, from the first caller's request until its answer.
+        var lookups: [String: Lookup] = [:]
+        /// Lookups waiting for a thread, oldest first.
+        var queued: [Lookup] = []
+        var threads = 0
+    }
+    private let state = Mutex(State())
+
+    /// `resolve` blocks until it has the answer (`system`: `getaddrinfo`).
+    init(threadLimit: Int, resolve: @escaping @Sendable (String) -> Answer) {
+        self.threadLimit = max(1, threadLimit)
+        self.resolve = resolve
+    }
 
     static func isNumeric(_ host: String) -> Bool {
         var v4 = in_addr(), v6 = in6_addr()
@@ -19,27 +48,66 @@ enum HostLookup {
     }
 
     /// The numeric addresses of `name` (TCP), or an error naming the host.
-    static func addresses(of name: String, until deadline: Deadline) throws -> [String] {
-        let outcome = Outcome()
-        let thread = Thread { outcome.finish(resolve(name)) }
-        thread.stackSize = 256 << 10
-        thread.start()
-        guard outcome.wait(until: deadline) else {
+    func addresses(of name: String, until deadline: Deadline) throws -> [String] {
+        let (lookup, start) = state.withLock { state -> (Lookup, Bool) in
+            if let running = state.lookups[name] {
+                running.callers += 1
+                return (running, false)
+            }
+            let lookup = Lookup(name: name)
+            state.lookups[name] = lookup
+            guard state.threads < threadLimit else {
+                state.queued.append(lookup)
+                return (lookup, false)
+            }
+            state.threads += 1
+            return (lookup, true)
+        }
+        if start { startThread(with: lookup) }
+        guard let answer = lookup.wait(until: deadline) else {
+            state.withLock { _ in lookup.callers -= 1 }
             throw PostgresError(kind: .timedOut, message: "could not resolve host \"\(name)\" within the connect deadline")
         }
-        switch outcome.result {
-        case .success(let addresses)?: return Array(addresses.prefix(addressLimit))
-        case .failure(let message)?: throw PostgresError(kind: .connectionFailed, message: "could not resolve host \"\(name)\": \(message)")
-        case nil: throw PostgresError(kind: .connectionFailed, message: "could not resolve host \"\(name)\"")
+        switch answer {
+        case .success(let addresses): return Array(addresses.prefix(Self.addressLimit))
+        case .failure(let message): throw PostgresError(kind: .connectionFailed, message: "could not resolve host \"\(name)\": \(message)")
         }
     }
 
-    private enum Answer: Sendable {
-        case success([String])
-        case failure(String)
+    /// How many callers wait for the lookup of `name` now (0 when none runs).
+    func callersWaiting(for name: String) -> Int {
+        state.withLock { $0.lookups[name]?.callers ?? 0 }
     }
 
-    private static func resolve(_ name: String) -> Answer {
+    /// One thread resolves `first`, then each queued lookup that still has a caller, then ends.
+    private func startThread(with first: Lookup) {
+        let thread = Thread { [self] in
+            var next: Lookup? = first
+            while let lookup = next {
+                let answer = resolve(lookup.name)
+                var abandoned: [Lookup] = []
+                next = state.withLock { state -> Lookup? in
+                    state.lookups[lookup.name] = nil // the next caller asks afresh (addresses change at a failover)
+                    while !state.queued.isEmpty {
+                        let queued = state.queued.removeFirst()
+                        if queued.callers > 0 { return queued }
+                        state.lookups[queued.name] = nil // every caller gave up: not worth a lookup
+                        abandoned.append(queued)
+                    }
+                    state.threads -= 1
+                    return nil
+                }
+                lookup.finish(answer)
+                for skipped in abandoned { skipped.finish(.failure("not looked up: no caller was waiting")) }
+            }
+        }
+        thread.name = "pg-lookup"
+        thread.stackSize = 256 << 10
+        thread.start()
+    }
+
+    /// The system resolver (`getaddrinfo`, TCP), numeric addresses in its order, without repeats.
+    static func system(_ name: String) -> Answer {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -60,20 +128,28 @@ enum HostLookup {
         return found.isEmpty ? .failure("no address") : .success(found)
     }
 
-    /// The lookup's answer, handed from its thread to the waiting one.
-    private final class Outcome: Sendable {
+    /// One name's lookup, and its answer handed from the lookup thread to every waiting caller.
+    private final class Lookup: @unchecked Sendable {
+        // Safety: `callers` is only read and written under the owning `HostLookup`'s state lock.
+        let name: String
+        var callers = 1
         private let answer = Mutex<Answer?>(nil)
-        private let semaphore = DispatchSemaphore(value: 0)
+        private let done = DispatchGroup()
 
-        var result: Answer? { answer.withLock { $0 } }
+        init(name: String) {
+            self.name = name
+            done.enter()
+        }
 
         func finish(_ value: Answer) {
             answer.withLock { $0 = value }
-            semaphore.signal()
+            done.leave()
         }
 
-        func wait(until deadline: Deadline) -> Bool {
-            semaphore.wait(timeout: DispatchTime(uptimeNanoseconds: deadline.uptimeNanoseconds)) == .success
+        /// The answer, or nil when the deadline came first.
+        func wait(until deadline: Deadline) -> Answer? {
+            guard done.wait(timeout: DispatchTime(uptimeNanoseconds: deadline.uptimeNanoseconds)) == .success else { return nil }
+            return answer.withLock { $0 }
         }
     }
 }

@@ -16,9 +16,12 @@ final class LibpqSession {
 
     /// Kept alive as long as any handle points at it.
     private let noticeReceiver: NoticeReceiver?
+    /// Shared by the sessions of one pool: which host to try first, which last.
+    private let hostPreference: HostPreference?
 
-    init(configuration: PostgresConfiguration) {
+    init(configuration: PostgresConfiguration, hostPreference: HostPreference? = nil) {
         self.configuration = configuration
+        self.hostPreference = hostPreference
         noticeReceiver = configuration.noticeHandler.map(NoticeReceiver.init(handler:))
     }
 
@@ -34,30 +37,34 @@ final class LibpqSession {
     /// Opens a new session: each host of the conninfo in turn (each resolved address of a
     /// name too), each with its own connect deadline, until one accepts (and matches
     /// `target_session_attrs`, which libpq checks per host). A hung first host costs one
-    /// deadline, never the whole list.
+    /// deadline, never the whole list; with a `HostPreference`, the host that accepted last
+    /// goes first and one that just failed goes last, so it is not paid for on every reconnect.
     func open() throws {
         close()
-        let targets = ConnectTargets(conninfo: configuration.conninfo)
+        let hosts = ConnectTargets(conninfo: configuration.conninfo).hosts
+        let multiHost = hosts.count > 1
         var failures: [PostgresError] = []
-        for target in targets.hosts {
+        for target in multiHost ? (hostPreference?.order(hosts) ?? hosts) : hosts {
             var deadline = Deadline(secondsFromNow: configuration.connectTimeout)
             var addresses: [String?] = [nil]
             if target.needsLookup {
-                do { addresses = try HostLookup.addresses(of: target.host, until: deadline) } catch let error as PostgresError {
+                do { addresses = try HostLookup.shared.addresses(of: target.host, until: deadline) } catch let error as PostgresError {
                     failures.append(error)
+                    if multiHost { hostPreference?.failed(target) }
                     continue
                 }
             }
             for (index, address) in addresses.enumerated() {
                 if index > 0 { deadline = Deadline(secondsFromNow: configuration.connectTimeout) }
                 do {
-                    try open(overrides: targets.hosts.count > 1 || address != nil ? target.overrides(address: address) : [],
-                             deadline: deadline)
+                    try open(overrides: multiHost || address != nil ? target.overrides(address: address) : [], deadline: deadline)
+                    if multiHost { hostPreference?.accepted(target, among: hosts) }
                     return
                 } catch let error as PostgresError {
-                    failures.append(targets.hosts.count > 1 ? error.prefixed("\(target.label): ") : error)
+                    failures.append(multiHost ? error.prefixed("\(target.label): ") : error)
                 }
             }
+            if multiHost { hostPreference?.failed(target) }
         }
         throw Self.combined(failures)
     }

@@ -16,6 +16,8 @@ public final class PostgresClient: Sendable {
     private let state = Mutex(State())
     private let lostConnections = Atomic<Int>(0)
     private let openedSessions = Atomic<Int>(0)
+    /// Which host of a multi-host URL this pool's sessions try first, and which last.
+    let hostPreference: HostPreference
 
     /// How many connections were dropped because they broke (lost, timed out, or left a
     /// transaction broken). A change tells a caller the pool has reconnected since it last
@@ -40,6 +42,7 @@ public final class PostgresClient: Sendable {
     public init(configuration: PostgresConfiguration, maxConnections: Int = 4) {
         self.configuration = configuration
         self.maxConnections = max(1, maxConnections)
+        hostPreference = HostPreference(configuration: configuration)
     }
 
     /// Open connections, and how many of them are checked out (`iap_db_connections`).
@@ -129,7 +132,7 @@ public final class PostgresClient: Sendable {
     /// Opens a connection for a slot already counted in `open`; frees the slot on failure.
     private func openCountedConnection() async throws -> PostgresConnection {
         do {
-            let connection = try await PostgresConnection.connect(configuration)
+            let connection = try await PostgresConnection.connect(configuration, hostPreference: hostPreference)
             openedSessions.add(1, ordering: .sequentiallyConsistent)
             return connection
         } catch {

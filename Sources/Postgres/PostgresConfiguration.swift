@@ -28,6 +28,9 @@ public struct PostgresConfiguration: Sendable {
     /// Told what the server says (NOTICE, WARNING, ...) from the first moment of every
     /// session; nil drops it. libpq would otherwise print it raw on stderr.
     public var noticeHandler: (@Sendable (PostgresNotice) -> Void)?
+    /// Told when a pool (or listener) of a multi-host conninfo starts opening its sessions on
+    /// another host first: the one that accepted the latest session.
+    public var preferredHostHandler: (@Sendable (PostgresPreferredHost) -> Void)?
 
     public init(conninfo: String, applicationName: String = "receipt-worker") {
         self.conninfo = conninfo

@@ -19,6 +19,10 @@ public final class PostgresConnection: @unchecked Sendable {
     private var inTransaction = false
     /// `transaction` began but sent nothing yet: these statements go out with its first one.
     private var pendingBegin: [String]?
+    /// The call on its way carries COMMIT. Past its deadline such a call is closed, never
+    /// cancelled: a COMMIT cancelled while it waits for a synchronous standby stays committed on
+    /// the primary without being replicated, so only the commit witness may say what happened.
+    private var commitInFlight = false
     /// Open, healthy and outside a transaction, as of the last call: read without a thread hop
     /// when the pool takes the connection back.
     private let reusable = Atomic<Bool>(false)
@@ -26,9 +30,9 @@ public final class PostgresConnection: @unchecked Sendable {
     private let thread: ConnectionThread
     public let configuration: PostgresConfiguration
 
-    private init(configuration: PostgresConfiguration) {
+    private init(configuration: PostgresConfiguration, hostPreference: HostPreference?) {
         self.configuration = configuration
-        self.session = LibpqSession(configuration: configuration)
+        self.session = LibpqSession(configuration: configuration, hostPreference: hostPreference)
         self.thread = ConnectionThread(name: "pg-\(configuration.applicationName)")
     }
 
@@ -40,7 +44,12 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     public static func connect(_ configuration: PostgresConfiguration) async throws -> PostgresConnection {
-        let connection = PostgresConnection(configuration: configuration)
+        try await connect(configuration, hostPreference: HostPreference(configuration: configuration))
+    }
+
+    /// A pool's connection: its sessions (the first and any re-opened one) share the pool's host order.
+    static func connect(_ configuration: PostgresConfiguration, hostPreference: HostPreference?) async throws -> PostgresConnection {
+        let connection = PostgresConnection(configuration: configuration, hostPreference: hostPreference)
         do {
             try await connection.onThread { try connection.open() }
         } catch {
@@ -191,7 +200,10 @@ public final class PostgresConnection: @unchecked Sendable {
                 configuration.observer?.databaseCallFinished(.ok)
                 return value
             } catch let error as PostgresError {
-                if error.isTimeout { session.abandon() }
+                if error.isTimeout {
+                    if commitInFlight { session.close() } else { session.abandon() }
+                }
+                commitInFlight = false
                 if !session.isOpen {
                     if inTransaction { transactionBroken = true }
                     session.close()
@@ -250,6 +262,7 @@ public final class PostgresConnection: @unchecked Sendable {
         let begin = (pendingBegin ?? []).map { PostgresStatement($0) }
         pendingBegin = nil
         let all = begin + statements
+        commitInFlight = all.contains { $0.sql == "COMMIT" }
         var rows = [PostgresRows?](repeating: nil, count: all.count)
         let names = try all.map { try preparedName($0.sql, parameterCount: Int32($0.parameters.count), deadline: deadline) }
         let sends = zip(all, names).map { statement, name in
@@ -266,6 +279,7 @@ public final class PostgresConnection: @unchecked Sendable {
         } else {
             try session.pipeline(until: deadline, sends: sends, each: { rows[$0] = try session.consume($1) })
         }
+        commitInFlight = false
         // An aborted transaction's COMMIT is answered ROLLBACK: nothing was committed.
         for (statement, result) in zip(all, rows) where statement.sql == "COMMIT" && result?.commandTag == "ROLLBACK" {
             throw PostgresError(kind: .server, sqlState: "25P02",

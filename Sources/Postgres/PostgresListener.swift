@@ -41,8 +41,9 @@ public final class PostgresListener: Sendable {
         }
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(1024))
         let thread = Thread { [self] in
-            self.loop(LibpqSession(configuration: configuration), channels: channels, pollInterval: pollInterval,
-                      healthCheckInterval: healthCheckInterval)
+            // Its own host order: a reconnect after a failover skips the host that just hung.
+            let session = LibpqSession(configuration: configuration, hostPreference: HostPreference(configuration: configuration))
+            self.loop(session, channels: channels, pollInterval: pollInterval, healthCheckInterval: healthCheckInterval)
         }
         thread.name = "pg-listener"
         thread.start()

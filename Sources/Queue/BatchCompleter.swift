@@ -133,17 +133,18 @@ final class BatchCompleter: Sendable {
     }
 
     private func write(_ batch: [Item], deadline: @Sendable () -> ContinuousClock.Instant?) async throws {
-        let settled = batch.compactMap { item -> Int? in
-            if case .settle = item.verification { return item.job.id }
+        let settled = batch.compactMap { item -> JobRun? in
+            if case .settle = item.verification { return item.job.run }
             return nil
         }
         let witness = UUID()
+        let started = ContinuousClock.now
         let written: WrittenBatch
         do {
             written = try await transaction(batch, witness: witness)
         } catch let ambiguous as AmbiguousCommit {
             // The COMMIT went out and its reply was lost: what happened decides what is announced.
-            switch await resolve(witness, jobs: batch.count, deadline: deadline) {
+            switch await resolve(witness, ambiguous, since: started, deadline: deadline) {
             case .committed(let lostIDs)?:
                 let writtenIDs = lostIDs.isEmpty ? nil : Set(ambiguous.rows.map(\.id)).subtracting(lostIDs)
                 logger.notice("commit_resolved", ["outcome": "committed", "jobs": .int(writtenIDs?.count ?? ambiguous.rows.count),
@@ -170,15 +171,20 @@ final class BatchCompleter: Sendable {
     }
 
     /// Asks a fresh session until the witness answers (a failover may take a while); nil only
-    /// when shutdown's deadline passes first.
-    private func resolve(_ witness: UUID, jobs: Int, deadline: @Sendable () -> ContinuousClock.Instant?) async -> CommitResolution? {
+    /// when shutdown's deadline passes first. Past half the witnesses' retention the witness may
+    /// be gone, and the jobs' own state answers instead.
+    private func resolve(_ witness: UUID, _ ambiguous: AmbiguousCommit, since started: ContinuousClock.Instant,
+                         deadline: @Sendable () -> ContinuousClock.Instant?) async -> CommitResolution? {
         var backoff = 0.1
         while true {
             do {
+                if ContinuousClock.now - started > .seconds(configuration.witnessRetention / 2) {
+                    return try await store.resolveCommitByJobState(ambiguous.rows, attempts: ambiguous.items.map(\.job.attempts))
+                }
                 return try await store.resolveCommit(witness: witness)
             } catch {
                 if let deadline = deadline(), ContinuousClock.now >= deadline { return nil }
-                logger.warning("commit_resolution_retry", ["jobs": .int(jobs), "error": .error(error)])
+                logger.warning("commit_resolution_retry", ["jobs": .int(ambiguous.rows.count), "error": .error(error)])
                 try? await Task.sleep(for: .seconds(backoff))
                 backoff = min(backoff * 2, 2)
             }
@@ -204,7 +210,7 @@ final class BatchCompleter: Sendable {
     }
 
     private func transaction(_ batch: [Item], witness: UUID) async throws -> WrittenBatch {
-        try await store.client.withConnection { connection in
+        let committed: (rows: [CompletionRow], items: [Item], fenced: [Item], reply: PostgresRows?) = try await store.client.withConnection { connection in
             // Fixed-shape statements by key, thousands of times: planned once per session.
             try await connection.transaction(planning: .reused) { connection in
                 // Rows of the decided results first, then of the settled ones; `items` in the same order.
@@ -242,15 +248,21 @@ final class BatchCompleter: Sendable {
                 } catch let error as PostgresError where error.isConnectionLost && completion != nil {
                     throw AmbiguousCommit(rows: rows, items: items, fenced: fenced, underlying: error)
                 }
-                // The completion names the jobs of the batch it did not write (their lease was lost).
-                var ids: Set<Int>? = []
-                if completion != nil, results.count > writes.count {
-                    let lost = try QueueStore.written(results[writes.count]).lost
-                    ids = lost.isEmpty ? nil : Set(rows.map(\.id)).subtracting(lost)
-                }
-                return WrittenBatch(rows: rows, items: items, ids: ids, fenced: fenced)
+                return (rows, items, fenced, completion == nil || results.count <= writes.count ? nil : results[writes.count])
             }
         }
+        // The completion names the jobs of the batch it did not write (their lease was lost). A
+        // reply that cannot be read comes after COMMIT: the witness says what was written.
+        guard let reply = committed.reply else { return WrittenBatch(rows: committed.rows, items: committed.items, ids: [], fenced: committed.fenced) }
+        let lost: [Int]
+        do {
+            lost = try QueueStore.written(reply).lost
+        } catch {
+            throw AmbiguousCommit(rows: committed.rows, items: committed.items, fenced: committed.fenced,
+                                  underlying: PostgresError(kind: .client, message: "committed, but its reply could not be read: \(error)"))
+        }
+        return WrittenBatch(rows: committed.rows, items: committed.items, ids: lost.isEmpty ? nil : Set(committed.rows.map(\.id)).subtracting(lost),
+                            fenced: committed.fenced)
     }
 
     private func completionRow(job: ClaimedJob, outcome: JobOutcome) -> CompletionRow {

@@ -1,8 +1,9 @@
 import Observability
 
-/// Deletes commit witnesses (migration 0016) once no ambiguous COMMIT can still ask for them:
-/// a resolution happens within a reconnect, so an hour is ample. A single statement: safe
-/// when two leaders overlap.
+/// Deletes commit witnesses (migration 0016) past their retention (days by default: a worker
+/// cut off for hours must still find its witness). A tombstone goes only when no transaction
+/// that began before it is still open, since it is what keeps such a transaction from ever
+/// committing. A single statement: safe when two leaders overlap.
 public struct CommitWitnessCleaner: MaintenanceTask {
     public let name = "commit_witness_cleaner"
     public let interval: Double
@@ -10,7 +11,7 @@ public struct CommitWitnessCleaner: MaintenanceTask {
     let retention: Double
     let logger: Logger
 
-    public init(store: QueueStore, interval: Double = 60, retention: Double = 3_600, logger: Logger) {
+    public init(store: QueueStore, interval: Double = 60, retention: Double = 604_800, logger: Logger) {
         self.store = store
         self.interval = interval
         self.retention = retention
@@ -18,7 +19,7 @@ public struct CommitWitnessCleaner: MaintenanceTask {
     }
 
     public func run(term: LeaderTerm) async throws {
-        let deleted = try await store.deleteWitnesses(olderThan: retention)
+        let deleted = try await store.deleteWitnesses(olderThan: retention, under: term)
         if deleted > 0 { logger.debug("commit_witnesses_deleted", ["rows": .int(deleted)]) }
     }
 }

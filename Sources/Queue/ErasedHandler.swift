@@ -19,8 +19,8 @@ indirect enum JobVerdict: Sendable {
 struct ErasedHandler: Sendable {
     let verify: @Sendable (ClaimedJob) async -> JobVerdict
     let settle: @Sendable (_ items: [(job: ClaimedJob, work: any Sendable)], _ connection: PostgresConnection) async throws -> SettledBatch
-    let didCommit: @Sendable ([Int]) -> Void
-    let didRollBack: @Sendable ([Int]) -> Void
+    let didCommit: @Sendable ([JobRun]) -> Void
+    let didRollBack: @Sendable ([JobRun]) -> Void
 
     init<Handler: JobHandler>(_ handler: Handler) {
         verify = { job in

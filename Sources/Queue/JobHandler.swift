@@ -19,17 +19,17 @@ public protocol JobHandler: Sendable {
     /// completion transaction.
     func settle(_ items: [SettlementItem<Work>], on connection: PostgresConnection) async throws -> SettledBatch
 
-    /// The transaction that settled these jobs committed: announce what it did (logs,
+    /// The transaction that settled these claims committed: announce what it did (logs,
     /// metrics, webhooks) now, not before, so nothing is announced that did not happen.
-    func didCommit(_ jobIDs: [Int])
+    func didCommit(_ runs: [JobRun])
 
     /// The transaction rolled back (it will be retried): forget what it would have announced.
-    func didRollBack(_ jobIDs: [Int])
+    func didRollBack(_ runs: [JobRun])
 }
 
 extension JobHandler {
-    public func didCommit(_ jobIDs: [Int]) {}
-    public func didRollBack(_ jobIDs: [Int]) {}
+    public func didCommit(_ runs: [JobRun]) {}
+    public func didRollBack(_ runs: [JobRun]) {}
 }
 
 /// Finishes every job at once as done/acknowledged: for benchmarks and drills.

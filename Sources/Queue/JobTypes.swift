@@ -57,7 +57,24 @@ public struct ClaimedJob: Sendable, Equatable {
     }
 }
 
+/// One claim of one job: what a settlement's pending announcements are kept by. A job id alone
+/// is not enough: after a rescue, the same worker may hold a stale result of an earlier claim
+/// and a result of the new one in two batches at once.
+public struct JobRun: Hashable, Sendable {
+    public let jobID: Int
+    public let leaseID: Int?
+    public let attempt: Int
+
+    public init(jobID: Int, leaseID: Int?, attempt: Int) {
+        self.jobID = jobID
+        self.leaseID = leaseID
+        self.attempt = attempt
+    }
+}
+
 extension ClaimedJob {
+    public var run: JobRun { JobRun(jobID: id, leaseID: leaseID, attempt: attempts) }
+
     /// The same job with its payload (read again after the claim left it out).
     func with(payload: String) -> ClaimedJob {
         ClaimedJob(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,

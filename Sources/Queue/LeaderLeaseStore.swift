@@ -29,12 +29,14 @@ public struct LeaderLeaseStore: Sendable {
             elected_at = CASE WHEN held.leader_id = EXCLUDED.leader_id THEN held.elected_at ELSE now() END,
             expires_at = EXCLUDED.expires_at
         WHERE held.leader_id = EXCLUDED.leader_id OR held.expires_at <= now()
-        RETURNING held.elected_at
+        RETURNING held.elected_at::text
         """
 
-    /// True when `leaderID` holds the lease for `ttl` seconds from the server's now.
-    public func acquireOrRenew(name: String, leaderID: String, ttl: Double) async throws -> Bool {
-        try await !once(Self.acquireSQL, [name, leaderID, ttl]).isEmpty
+    /// The term `leaderID` holds for `ttl` seconds from the server's now; nil when another holds it.
+    public func acquireOrRenew(name: String, leaderID: String, ttl: Double) async throws -> LeaderFence? {
+        try await once(Self.acquireSQL, [name, leaderID, ttl]).first.map {
+            LeaderFence(name: name, leaderID: leaderID, electedAt: try $0.decode(String.self, at: 0))
+        }
     }
 
     static let resignSQL = "DELETE FROM iap.leader WHERE name = $1 AND leader_id = $2"

@@ -90,13 +90,13 @@ public final class Maintenance: Sendable {
             let sentAt = ContinuousClock.now
             var pause = ttl / 3
             do {
-                let held = try await store.acquireOrRenew(name: Self.leaseName, leaderID: leaderID, ttl: ttl)
-                if held {
-                    lease.granted(sentAt: sentAt, length: .seconds(ttl - margin))
+                let fence = try await store.acquireOrRenew(name: Self.leaseName, leaderID: leaderID, ttl: ttl)
+                if let fence {
+                    lease.granted(sentAt: sentAt, length: .seconds(ttl - margin), fence: fence)
                 } else {
                     lease.revoke()
                 }
-                if failures > 0, held { logger.notice("leader_renewed", ["failures": .int(failures)]) }
+                if failures > 0, fence != nil { logger.notice("leader_renewed", ["failures": .int(failures)]) }
                 failures = 0
             } catch {
                 // The lease ends by itself; until then this process may go on leading.
@@ -202,7 +202,7 @@ public struct LeaseRescuer: MaintenanceTask {
     private let lastOrphanSearch = LastSearch()
 
     public func run(term: LeaderTerm) async throws {
-        var rescued = try await store.rescueExpiredLeases(maxAttempts: maxAttempts)
+        var rescued = try await store.rescueExpiredLeases(maxAttempts: maxAttempts, under: term)
         let now = ContinuousClock.now
         let searchOrphans = lastOrphanSearch.at.withLock { last in
             guard last.map({ now - $0 >= Self.orphanInterval }) ?? true else { return false }
@@ -211,7 +211,7 @@ public struct LeaseRescuer: MaintenanceTask {
         }
         if searchOrphans {
             try term.check()
-            rescued += try await store.rescueOrphanedLeases(maxAttempts: maxAttempts)
+            rescued += try await store.rescueOrphanedLeases(maxAttempts: maxAttempts, under: term)
         }
         for job in rescued { logger.warning("lease_expired", ["job_id": .int(job.id), "state": .string(job.state)]) }
         if !rescued.isEmpty { try await store.notifyWorkers() }
@@ -232,7 +232,7 @@ public struct TimedOutSweeper: MaintenanceTask {
     }
 
     public func run(term: LeaderTerm) async throws {
-        let requeued = try await store.sweepTimedOut()
+        let requeued = try await store.sweepTimedOut(under: term)
         logger.info("sweep", ["requeued": .int(requeued.count)])
         if !requeued.isEmpty { try await store.notifyWorkers() }
     }

@@ -27,6 +27,10 @@ public struct QueueConfiguration: Sendable {
     /// does a few statements per job, so one connection alone caps throughput.
     public var completionConcurrency = 4
     public var shutdownGrace = 25.0
+    /// How long commit witnesses are kept. A lost COMMIT reply still unresolved after half of
+    /// it is resolved by the jobs' own state: its witness may be gone, and a tombstone written
+    /// then would call a committed batch rolled back.
+    public var witnessRetention = 604_800.0
     public var listenForNotifications = true
     /// Connections outside the pool for the maintenance lease (0 or 1), counted in the budget
     /// `worker_started` prints.

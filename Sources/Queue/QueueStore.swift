@@ -277,13 +277,45 @@ public struct QueueStore: Sendable {
         return .committed(lostIDs: Set(try rows.compactMap { try $0.decode(Int?.self, at: 1) }))
     }
 
-    static let deleteOldWitnessesSQL = """
-        DELETE FROM iap.commit_witness WHERE created_at < now() - make_interval(secs => $1)
+    /// Sessions of other roles show neither state nor start time here: a tombstone is then kept
+    /// while any of them exists, which errs on the safe side.
+    /// A lost COMMIT reply past the witness's retention: each job of the batch counts as written
+    /// when it holds exactly what the completion wrote at the attempt this worker ran (no other
+    /// worker can reach that attempt without claiming it again).
+    static let writtenByStateSQL = """
+        SELECT c.id FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[]) AS c(id, attempts, state, outcome)
+        JOIN iap.job_queue q ON q.id = c.id
+        WHERE q.attempts = c.attempts AND q.state = c.state AND q.outcome IS NOT DISTINCT FROM c.outcome
         """
 
-    /// Witnesses are needed only until their transaction's fate is known (seconds to minutes).
-    public func deleteWitnesses(olderThan seconds: Double) async throws -> Int {
-        try await client.query(Self.deleteOldWitnessesSQL, [seconds]).affectedRows
+    /// What became of a completion whose witness may be gone: judged from the jobs themselves,
+    /// never by a tombstone. Nothing of the batch written reads as rolled back.
+    func resolveCommitByJobState(_ rows: [CompletionRow], attempts: [Int]) async throws -> CommitResolution {
+        let written = Set(try await client.query(Self.writtenByStateSQL, [
+            rows.map(\.id), attempts, rows.map(\.state), rows.map(\.outcome),
+        ]).map { try $0.decode(Int.self, at: 0) })
+        guard !written.isEmpty else { return .rolledBack }
+        return .committed(lostIDs: Set(rows.map(\.id)).subtracting(written))
+    }
+
+    static let deleteOldWitnessesSQL = """
+        DELETE FROM iap.commit_witness
+        WHERE created_at < now() - make_interval(secs => $1)
+          AND (lost_ids IS NOT NULL OR job_ids IS NOT NULL
+               OR NOT EXISTS (SELECT 1 FROM pg_stat_activity
+                              WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+                                AND (state IS NULL OR xact_start <= created_at)))
+        """
+
+    /// Witnesses are needed only until their transaction's fate is known.
+    public func deleteWitnesses(olderThan seconds: Double, under term: LeaderTerm? = nil) async throws -> Int {
+        try await run(Self.deleteOldWitnessesSQL, [seconds], under: term).affectedRows
+    }
+
+    /// A maintenance statement: under a term, it changes nothing once the term has ended.
+    private func run(_ sql: String, _ binds: [any PostgresEncodable], under term: LeaderTerm?) async throws -> PostgresRows {
+        guard let term else { return try await client.query(sql, binds) }
+        return try await term.query(client, sql, binds)
     }
 
     /// A completion's row (`writtenSQL`): the jobs written, and those of the batch not written.
@@ -381,8 +413,8 @@ public struct QueueStore: Sendable {
 
     /// Jobs of crashed workers go back to the queue (or to timed_out after a full round):
     /// `limit` lease rows (claims) at a time.
-    public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 20) async throws -> [(id: Int, state: String)] {
-        try await rescued(Self.rescueSQL, [maxAttempts, limit])
+    public func rescueExpiredLeases(maxAttempts: Int, limit: Int = 20, under term: LeaderTerm? = nil) async throws -> [(id: Int, state: String)] {
+        try await rescued(Self.rescueSQL, [maxAttempts, limit], under: term)
     }
 
     /// Running jobs whose lease ran out a minute ago and that no lease row names: claimed by a
@@ -395,12 +427,12 @@ public struct QueueStore: Sendable {
         RETURNING j.id, j.state, j.attempts
         """
 
-    public func rescueOrphanedLeases(maxAttempts: Int) async throws -> [(id: Int, state: String)] {
-        try await rescued(Self.rescueOrphansSQL, [maxAttempts])
+    public func rescueOrphanedLeases(maxAttempts: Int, under term: LeaderTerm? = nil) async throws -> [(id: Int, state: String)] {
+        try await rescued(Self.rescueOrphansSQL, [maxAttempts], under: term)
     }
 
-    private func rescued(_ sql: String, _ binds: [any PostgresEncodable]) async throws -> [(id: Int, state: String)] {
-        try await client.query(sql, binds).map { (try $0.decode(Int.self, at: 0), try $0.decode(String.self, at: 1)) }
+    private func rescued(_ sql: String, _ binds: [any PostgresEncodable], under term: LeaderTerm?) async throws -> [(id: Int, state: String)] {
+        try await run(sql, binds, under: term).map { (try $0.decode(Int.self, at: 0), try $0.decode(String.self, at: 1)) }
     }
 
     /// Lease rows of claims whose jobs this worker has all let go (written, released, fenced).
@@ -440,8 +472,8 @@ public struct QueueStore: Sendable {
         """
 
     /// Re-queues timed_out jobs, each with a fresh round of attempts.
-    public func sweepTimedOut(limit: Int = 10_000) async throws -> [Int] {
-        try await client.query(Self.sweepSQL, [limit]).map { try $0.decode(Int.self, at: 0) }
+    public func sweepTimedOut(limit: Int = 10_000, under term: LeaderTerm? = nil) async throws -> [Int] {
+        try await run(Self.sweepSQL, [limit], under: term).map { try $0.decode(Int.self, at: 0) }
     }
 
     /// NOTIFY so idle workers claim at once (after a sweep or a rescue).

@@ -90,15 +90,15 @@ public struct AppleJobHandler: JobHandler {
                 outcomes.append(try await consumptionSettler.settle(work, job: item.job, effects: &effects, on: connection))
             }
             credited += effects.credits
-            pending.store(effects, for: item.job.id)
+            pending.store(effects, for: item.job.run)
         }
         // The credits and one NOTIFY go out with the jobs' completion and COMMIT.
         let writes = [store.creditStatement(batch.takeCredits()), credited > 0 ? store.notifyCreditsStatement(credited) : nil]
         return SettledBatch(outcomes: outcomes, writes: writes.compactMap { $0 })
     }
 
-    public func didCommit(_ jobIDs: [Int]) {
-        for effects in pending.take(jobIDs) {
+    public func didCommit(_ runs: [JobRun]) {
+        for effects in pending.take(runs) {
             if effects.credits > 0 { metrics.credits.add(Double(effects.credits)) }
             for (alert, id) in effects.alerts { alerts.announce(alert, id: id, repeated: false) }
             for revoked in effects.revoked {
@@ -115,8 +115,8 @@ public struct AppleJobHandler: JobHandler {
         }
     }
 
-    public func didRollBack(_ jobIDs: [Int]) {
-        _ = pending.take(jobIDs)
+    public func didRollBack(_ runs: [JobRun]) {
+        _ = pending.take(runs)
     }
 
     private func settleTransactions(_ receipt: VerifiedReceipt, job: ClaimedJob, batch: inout SettlementBatch,
@@ -135,16 +135,17 @@ public struct AppleJobHandler: JobHandler {
     }
 }
 
-/// Settlement effects waiting for their transaction's outcome.
+/// Settlement effects waiting for their transaction's outcome, by claim: two batches may
+/// hold results of two claims of one job, and one's rollback must not drop the other's.
 final class PendingEffects: Sendable {
-    private let byJob = Mutex<[Int: SettlementEffects]>([:])
+    private let byRun = Mutex<[JobRun: SettlementEffects]>([:])
 
-    func store(_ effects: SettlementEffects, for job: Int) {
+    func store(_ effects: SettlementEffects, for run: JobRun) {
         guard !effects.isEmpty else { return }
-        byJob.withLock { $0[job] = effects }
+        byRun.withLock { $0[run] = effects }
     }
 
-    func take(_ jobs: [Int]) -> [SettlementEffects] {
-        byJob.withLock { all in jobs.compactMap { all.removeValue(forKey: $0) } }
+    func take(_ runs: [JobRun]) -> [SettlementEffects] {
+        byRun.withLock { all in runs.compactMap { all.removeValue(forKey: $0) } }
     }
 }

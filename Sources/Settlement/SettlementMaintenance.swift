@@ -45,6 +45,7 @@ public struct StuckDetector: MaintenanceTask {
     /// the transaction back; the next leader raises the rest.
     public func run(term: LeaderTerm) async throws {
         let raised: [(NewAlert, Int)] = try await WitnessedTransaction(client: client).run { connection in
+            try await term.check(on: connection)
             var raised: [(NewAlert, Int)] = []
             for row in try await connection.query(Self.stuckJobsSQL, [stuckAfter]) {
                 try term.check()
@@ -93,7 +94,7 @@ public struct AlertReemitter: MaintenanceTask {
 
     public func run(term: LeaderTerm) async throws {
         try term.check()
-        for row in try await client.query(Self.dueSQL, [repeatAfter]) {
+        for row in try await term.query(client, Self.dueSQL, [repeatAfter]) {
             guard let kind = AlertKind(rawValue: try row.decode(at: 1)) else { continue }
             let alert = NewAlert(kind: kind, transactionID: try row.decode(at: 2), jobID: try row.decode(at: 3),
                                  userID: try row.decode(at: 4), orderID: try row.decode(at: 5), productID: try row.decode(at: 6),
@@ -162,10 +163,10 @@ public struct JobRetention: MaintenanceTask {
         let seconds = retentionDays * 86_400
         var start = walk.after.withLock { $0 } ?? -1
         if start < 0 { start = try await client.query(Self.oldestIDSQL)[0].decode(Int.self, at: 0) }
-        let deleted = try await client.query(Self.deleteSQL, [seconds, start]).affectedRows
+        let deleted = try await term.query(client, Self.deleteSQL, [seconds, start]).affectedRows
         let spent = try await client.query(Self.windowSpentSQL, [start, seconds])[0].decode(Bool.self, at: 0)
         walk.after.withLock { $0 = spent ? start + 10_000 : nil }
         if deleted > 0 { logger.info("jobs_deleted", ["jobs": .int(deleted), "retention_days": .double(retentionDays)]) }
-        _ = try await client.query(Self.deleteFinishesSQL)
+        _ = try await term.query(client, Self.deleteFinishesSQL)
     }
 }

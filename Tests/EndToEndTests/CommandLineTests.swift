@@ -34,6 +34,8 @@ final class CommandLineTests: XCTestCase {
             (["migrate"], ["DATABASE_URL": url, "MIGRATIONS_DIR": "/no/such/folder"], "folder not found"),
             (["status", "--log-level", "loud"], ["DATABASE_URL": url], "invalid --log-level 'loud'"),
             (["status", "extra"], ["DATABASE_URL": url], "unexpected argument"),
+            (["work", "--verifier", "noop", "--metrics-listen", "off"], ["DATABASE_URL": url, "DATABASE_POOL_SIZE": "1"],
+             "invalid DATABASE_POOL_SIZE '1' for work"),
         ]
         for (arguments, environment, expected) in cases {
             let result = try await ChildProcess.run([binary] + arguments, environment: environment, removing: ["DATABASE_URL"])

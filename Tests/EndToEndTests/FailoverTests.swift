@@ -16,9 +16,11 @@ final class FailoverTests: XCTestCase {
         let workers = try drill.workers(3, defaultDeadlines)
         defer { workers.forEach { $0.signal(SIGKILL) } }
         try await drill.run.waitForCredits(drill.run.count * 4 / 10, within: 60)
+        let hung = drill.set.port(drill.set.primary)
         drill.set.hangPrimary()
         try await Task.sleep(for: .seconds(3))
         let promoted = try await drill.failOver()
+        let standby = drill.set.port(drill.set.primary)
         let atPromotion = try await drill.run.credited()
         // The bound: call deadline + connect deadline + 10 s. Needs the per-host connect deadline.
         let resumed = try await drill.run.secondsUntilCreditsGrow(from: atPromotion, within: 60)
@@ -29,6 +31,13 @@ final class FailoverTests: XCTestCase {
             XCTAssertEqual(credited, drill.run.count, "all credited \(promoted.secondsAgo) s after the promotion")
             try await drill.stop(workers)
             try await drill.run.assertEachCreditedExactlyOnce()
+            for worker in workers {
+                // Each pool (and LISTEN session) now opens its sessions on the promoted standby first.
+                let moved = worker.stdout.split(separator: "\n").filter {
+                    $0.contains("event=db_host_preferred") && $0.contains("host=127.0.0.1:\(standby) previous=127.0.0.1:\(hung)")
+                }
+                XCTAssertFalse(moved.isEmpty, String(worker.stdout.suffix(2_000)))
+            }
         }
         await drill.finish()
     }

@@ -76,9 +76,10 @@ final class BaselineMigrationTests: XCTestCase {
     func testLaterMigrationsApplyOnTopOfTheBaseline() async throws {
         let migrator = try Migrator(directory: TestDatabase.migrationsDirectory)
         let baseline = try XCTUnwrap(migrator.baseline)
+        let next = (migrator.migrations.map(\.version).max() ?? baseline.version) + 1
         let later = [
-            Migration(version: baseline.version + 1, name: "later_table", sql: "CREATE TABLE iap.later (id bigint PRIMARY KEY, note text);"),
-            Migration(version: baseline.version + 2, name: "later_index", sql: """
+            Migration(version: next, name: "later_table", sql: "CREATE TABLE iap.later (id bigint PRIMARY KEY, note text);"),
+            Migration(version: next + 1, name: "later_index", sql: """
                 -- migrate: no-transaction
                 DROP INDEX CONCURRENTLY IF EXISTS iap.later_by_note;
                 CREATE INDEX CONCURRENTLY later_by_note ON iap.later (note);

@@ -54,7 +54,7 @@ final class MultiHostConnectTests: XCTestCase {
         XCTAssertEqual(one, 1)
         await connection.close()
         do {
-            _ = try HostLookup.addresses(of: "no-such-host.invalid", until: Deadline(secondsFromNow: 5))
+            _ = try HostLookup.shared.addresses(of: "no-such-host.invalid", until: Deadline(secondsFromNow: 5))
             XCTFail("an unknown name resolved")
         } catch let error as PostgresError {
             XCTAssertTrue(error.message.contains("no-such-host.invalid"), error.message)

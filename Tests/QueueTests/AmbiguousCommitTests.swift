@@ -32,8 +32,8 @@ final class AmbiguousCommitTests: XCTestCase {
                                 writes: extraWrite.map { [PostgresStatement($0)] } ?? [])
         }
 
-        func didCommit(_ jobIDs: [Int]) { committed.withLock { $0 += jobIDs } }
-        func didRollBack(_ jobIDs: [Int]) { rolledBack.withLock { $0 += jobIDs } }
+        func didCommit(_ runs: [JobRun]) { committed.withLock { $0 += runs.map(\.jobID) } }
+        func didRollBack(_ runs: [JobRun]) { rolledBack.withLock { $0 += runs.map(\.jobID) } }
     }
 
     private func proxiedFixture() async throws -> (QueueFixture, FaultProxy, QueueStore) {
@@ -46,8 +46,10 @@ final class AmbiguousCommitTests: XCTestCase {
         return (fixture, proxy, QueueStore(client: PostgresClient(configuration: configuration, maxConnections: 3)))
     }
 
-    private func worker<H: JobHandler>(_ fixture: QueueFixture, _ store: QueueStore, _ handler: H) -> QueueWorker {
+    private func worker<H: JobHandler>(_ fixture: QueueFixture, _ store: QueueStore, _ handler: H,
+                                       witnessRetention: Double = 604_800) -> QueueWorker {
         var configuration = QueueConfiguration()
+        configuration.witnessRetention = witnessRetention
         configuration.pollInterval = 0.1
         configuration.concurrency = 4
         configuration.claimBatch = 4
@@ -110,6 +112,41 @@ final class AmbiguousCommitTests: XCTestCase {
                       "\(events(fixture, "commit_resolved"))")
         let tombstones = try await fixture.client.query("SELECT count(*) FROM iap.commit_witness WHERE job_ids IS NULL AND lost_ids IS NULL")[0]
         XCTAssertEqual(try tombstones.decode(Int.self, at: 0), 1, "the lost transaction can never commit now")
+        await store.client.close()
+        await fixture.client.close()
+    }
+
+    /// Past half the witnesses' retention the witness may be gone (a worker cut off for days):
+    /// the jobs' own state says what committed, and no tombstone is written.
+    func testALostReplyPastTheWitnessRetentionIsResolvedByTheJobsState() async throws {
+        let (fixture, proxy, store) = try await proxiedFixture()
+        defer { proxy.stop() }
+        try await fixture.enqueue(1)
+        let client = fixture.client
+        let handler = RecordingHandler(extraWrite: "SELECT pg_sleep(0.6)") { call in
+            guard call == 1 else { return }
+            Task {
+                try? await Task.sleep(for: .milliseconds(200))
+                proxy.freezeOpenConnections()
+                // Committed by now; the worker still waits for the reply. The cleaner takes the witness.
+                try? await Task.sleep(for: .milliseconds(900))
+                _ = try? await client.query("DELETE FROM iap.commit_witness")
+            }
+        }
+        // The reply waits for the 1.5 s call deadline: well past half of a 1 s retention.
+        let worker = worker(fixture, store, handler, witnessRetention: 1)
+        let run = Task { await worker.run() }
+        let announced = try await fixture.eventually(30) { handler.committed.withLock { $0.count } == 1 }
+        worker.shutdown()
+        await run.value
+        XCTAssertTrue(announced, "\(fixture.logs.lines.joined(separator: "\n"))")
+        XCTAssertEqual(handler.settles.load(ordering: .relaxed), 1, "what committed is not settled again")
+        XCTAssertEqual(handler.rolledBack.withLock { $0 }, [])
+        XCTAssertTrue(events(fixture, "commit_resolved").first?.contains("outcome=committed") == true,
+                      "\(events(fixture, "commit_resolved"))")
+        XCTAssertEqual(events(fixture, "job_finished").count, 1)
+        let tombstones = try await fixture.client.query("SELECT count(*) FROM iap.commit_witness WHERE job_ids IS NULL AND lost_ids IS NULL")[0]
+        XCTAssertEqual(try tombstones.decode(Int.self, at: 0), 0)
         await store.client.close()
         await fixture.client.close()
     }

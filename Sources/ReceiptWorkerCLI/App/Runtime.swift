@@ -47,6 +47,14 @@ struct Runtime: Sendable {
             logger.log(level, "db_notice", ["severity": .string(notice.severity), "sqlstate": .string(notice.sqlState ?? ""),
                                             "message": .string(notice.message), "suppressed": .int(suppressed)])
         }
+        // A multi-host URL: where this process's sessions now go first (the first one at info, a change at notice).
+        configuration.preferredHostHandler = { [logger] change in
+            let fields: KeyValuePairs<String, LogValue> = [
+                "host": .string(change.host), "previous": .string(change.previous ?? ""),
+                "cooling_down": .string(change.coolingDown.joined(separator: ",")), "application_name": .string(change.applicationName),
+            ]
+            if change.previous == nil { logger.info("db_host_preferred", fields) } else { logger.notice("db_host_preferred", fields) }
+        }
         return configuration
     }
 

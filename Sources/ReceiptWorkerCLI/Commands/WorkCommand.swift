@@ -15,7 +15,7 @@ enum WorkCommand {
     static let appleSettings = [
         Settings.bundleID, Settings.appID, Settings.sharedSecret, Settings.sharedSecretFile, Settings.allowSandbox,
         Settings.verifyReceiptURL, Settings.verifyReceiptSandboxURL, Settings.appleTimeout, Settings.alertWebhookURL,
-        Settings.retentionDays, Settings.rootCerts, Settings.appStoreAPIURL, Settings.appStoreAPISandboxURL, Settings.issuerID,
+        Settings.retentionDays, Settings.witnessRetention, Settings.rootCerts, Settings.appStoreAPIURL, Settings.appStoreAPISandboxURL, Settings.issuerID,
         Settings.keyID, Settings.privateKeyFile, Settings.appStoreRatePerSecond, Settings.appStoreRatePerHour,
         Settings.historyInterval, Settings.refundPreference,
     ] + Settings.appStoreConnectCredentials
@@ -38,14 +38,16 @@ enum WorkCommand {
         let listenURL = try runtime.databaseListenURL()
         let listener = try listenURL.map { try runtime.databaseConfiguration(url: $0, applicationName: "receipt-worker-listen") }
         // The connection budget: the lease's own session is one of DATABASE_POOL_SIZE, so renewals never
-        // queue behind completions; a pool of one has no room, and the lease shares it.
+        // queue behind completions; a pool of one has no room for it.
         let poolSize = runtime.databasePoolSize
-        let client = try runtime.databaseClient(applicationName: "receipt-worker-work", maxConnections: poolSize >= 2 ? poolSize - 1 : 1,
+        guard poolSize >= 2 else {
+            throw UsageError("invalid DATABASE_POOL_SIZE '1' for work: at least 2, one of them for the leadership lease's renewals")
+        }
+        let client = try runtime.databaseClient(applicationName: "receipt-worker-work", maxConnections: poolSize - 1,
                                                 observer: DatabaseMetrics(registry: registry))
         DatabaseMetrics.watch(client, registry: registry)
-        let leaseClient = poolSize >= 2
-            ? LeaderLeaseStore.dedicatedClient(client.configuration, ttl: options.seconds(Settings.leaderTTL)) : client
-        configuration.leaderConnections = poolSize >= 2 ? 1 : 0
+        let leaseClient = LeaderLeaseStore.dedicatedClient(client.configuration, ttl: options.seconds(Settings.leaderTTL))
+        configuration.leaderConnections = 1
         switch options.flag("verifier") ?? "apple" {
         case "noop":
             guard let delay = SettlementWiring.seconds(options.flag("noop-delay") ?? "0") else {
@@ -73,6 +75,7 @@ enum WorkCommand {
         configuration.leaseSeconds = options.seconds(Settings.leaseSeconds)
         configuration.maxAttempts = options.int(Settings.maxAttempts)
         configuration.shutdownGrace = options.seconds(Settings.shutdownGrace)
+        configuration.witnessRetention = options.seconds(Settings.witnessRetention)
         let schedule = options.list(Settings.retrySchedule).compactMap(Double.init)
         configuration.retryPolicy = schedule.isEmpty
             ? .exponential(base: options.seconds(Settings.retryBase), cap: options.seconds(Settings.retryCap))
@@ -85,7 +88,7 @@ enum WorkCommand {
 struct WorkerProcess<Handler: JobHandler>: Sendable {
     let runtime: Runtime
     let client: PostgresClient
-    /// Where the maintenance lease is renewed: its own session, or `client` when the pool is one connection.
+    /// Where the maintenance lease is renewed: a session of its own, never queued behind completions.
     let leaseClient: PostgresClient
     /// The LISTEN session's configuration; nil polls only.
     let listener: PostgresConfiguration?
@@ -103,7 +106,7 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
             LeaseRescuer(store: store, interval: max(0.5, min(5, configuration.leaseSeconds / 4)),
                          maxAttempts: configuration.maxAttempts, logger: logger),
             TimedOutSweeper(store: store, interval: runtime.options.seconds(Settings.sweepInterval), logger: logger),
-            CommitWitnessCleaner(store: store, logger: logger),
+            CommitWitnessCleaner(store: store, retention: configuration.witnessRetention, logger: logger),
         ] + extraMaintenance
         let leader = registry.gauge("iap_leader", help: "1 on the process that holds the maintenance lease.")
         let maintenance = Maintenance(client: leaseClient, leaderID: configuration.workerID, tasks: tasks,
@@ -139,7 +142,7 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
         signals.cancel()
         if let endpoint { await endpoint.shutdown(grace: .seconds(1)) }
         await client.close()
-        if leaseClient !== client { await leaseClient.close() }
+        await leaseClient.close()
         return 0
     }
 }

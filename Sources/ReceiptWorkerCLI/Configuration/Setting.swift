@@ -100,6 +100,9 @@ enum Settings {
                                          help: "POST alerts here as JSON (optional)", secret: true)
     static let retentionDays = Setting(env: "RETENTION_DAYS", flag: "retention-days", kind: .seconds(0.001...36_500), defaultValue: "30",
                                        help: "finished jobs are deleted after this many days (attention jobs and open alerts never)")
+    static let witnessRetention = Setting(env: "COMMIT_WITNESS_RETENTION_SECONDS", flag: "commit-witness-retention",
+                                          kind: .seconds(3_600...31_536_000), defaultValue: "604800",
+                                          help: "how long commit witnesses are kept; a lost COMMIT reply older than half of it is resolved by the jobs' own state")
     static let shutdownGrace = Setting(env: "SHUTDOWN_GRACE_SECONDS", flag: "shutdown-grace", kind: .seconds(0...3_600), defaultValue: "25",
                                        help: "on SIGTERM, how long in-flight jobs may finish before they are released")
     static let metricsListen = Setting(env: "METRICS_LISTEN", flag: "metrics-listen", kind: .listenAddress(allowOff: true),
@@ -162,7 +165,7 @@ enum Settings {
         historyInterval, refundPreference,
         connectAPIURL, connectIssuerID, connectKeyID, connectPrivateKeyFile, connectVendorNumber,
         workerConcurrency, claimBatch, leaseSeconds, appleTimeout, retryBase, retryCap, retrySchedule, maxAttempts,
-        sweepInterval, stuckAfter, alertRepeat, alertWebhookURL, retentionDays, shutdownGrace, metricsListen,
+        sweepInterval, stuckAfter, alertRepeat, alertWebhookURL, retentionDays, witnessRetention, shutdownGrace, metricsListen,
         ingestListen, ingestToken, ingestTokenFile, maxBody,
         consoleListen, consoleTrustedHeader, consoleTrustedProxy, consoleSessionSeconds, consoleIdleSeconds,
         consoleInsecureCookies, consoleAllowedHosts,
