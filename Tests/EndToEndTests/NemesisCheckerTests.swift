@@ -141,10 +141,12 @@ final class NemesisCheckerTests: XCTestCase {
             default: break
             }
         }
-        let again = NemesisSchedule.make(seed: 7, count: 200, shape: shape)
-        XCTAssertEqual(again.map(\.kind), faults.map(\.kind), "the same seed, the same schedule")
-        XCTAssertEqual(again.map(\.hold), faults.map(\.hold))
-        XCTAssertEqual(again.map(\.worker), faults.map(\.worker))
+        // The same seed, the same schedule, however long a run asks for.
+        let shorter = NemesisSchedule.make(seed: 7, count: 20, shape: shape)
+        XCTAssertEqual(shorter.map(\.kind), faults.prefix(20).map(\.kind))
+        XCTAssertEqual(shorter.map(\.hold), faults.prefix(20).map(\.hold))
+        XCTAssertEqual(shorter.map(\.worker), faults.prefix(20).map(\.worker))
+        XCTAssertEqual(shorter.map(\.variant), faults.prefix(20).map(\.variant))
     }
 
     func testANegativeSeedOrPaceIsAnErrorNotACrash() async throws {

@@ -13,7 +13,8 @@ final class NemesisTests: XCTestCase {
     func testShortFixedSeedNemesisCoversEveryFaultAndCountsEveryAnnouncementOnce() async throws {
         var settings = NemesisBenchmark.Settings()
         settings.seconds = 110
-        settings.seed = 21
+        // This seed's synchronous standby hangs first, and is healed by failing over to it.
+        settings.seed = 12
         settings.pace = 0.5
         // Shorter deadlines and lease than production's keep a hung primary's, a hung standby's
         // and a paused worker's cost inside the test's budget.
@@ -26,7 +27,7 @@ final class NemesisTests: XCTestCase {
         let verdict = try await NemesisBenchmark(context: context, settings: settings).outcome()
 
         // Coverage: each kind applied and seen to take effect.
-        XCTAssertEqual(verdict.coverage.rows.map(\.kind), NemesisFaultKind.allCases)
+        XCTAssertEqual(verdict.coverage.rows.map(\.kind), NemesisFaultKind.scheduled)
         for row in verdict.coverage.rows {
             XCTAssertGreaterThan(row.tookEffect, 0, "\(row.kind.rawValue): applied \(row.applied), took effect \(row.tookEffect)")
         }

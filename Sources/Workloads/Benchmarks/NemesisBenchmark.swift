@@ -30,7 +30,7 @@ public struct NemesisBenchmark: Sendable {
         /// Scales every fault's hold and calm: a short test run takes 0.5 to fit every kind in.
         public var pace = 1.0
         /// The kinds the schedule draws from; a run fails unless each of them took effect.
-        var kinds = NemesisFaultKind.allCases
+        var kinds = NemesisFaultKind.scheduled
         public init() {}
     }
 

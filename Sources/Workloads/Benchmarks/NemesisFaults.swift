@@ -60,9 +60,8 @@ extension NemesisTargets {
             try await Task.sleep(for: hold)
             fleet.signal(fault.worker, SIGCONT)
         case .workerPausedPastLease:
-            // Only a worker holding jobs when it stops has leases to lose.
-            let leased = try await jobsLeased(toWorker: fault.worker)
-            tookEffect = fleet.signal(fault.worker, SIGSTOP) && leased > 0
+            let leased = try await stopHoldingJobs(fault.worker)
+            tookEffect = leased > 0
             try await Task.sleep(for: hold)
             fleet.signal(fault.worker, SIGCONT)
             note = [("jobs_leased", "\(leased)")]
@@ -168,7 +167,9 @@ extension NemesisTargets {
 
     /// The standby made asynchronous and its link frozen while the fleet commits on the
     /// primary; then the primary crashes and the standby is promoted without those commits.
-    /// Took effect when the new primary has fewer finished jobs than the old one had.
+    /// Took effect when the new primary has fewer finished jobs than the old one had. The lost
+    /// timeline starts when the standby stopped being waited for: what it had not received by
+    /// the freeze is lost too.
     private func loseCommits(_ fault: NemesisPlannedFault, injectedAt: Date, hold: Duration) async throws -> NemesisFaultRecord {
         let old = set.primary
         try await set.setSynchronous(false)
@@ -195,7 +196,7 @@ extension NemesisTargets {
         return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: promotedAt, tookEffect: lost > 0,
                                   note: [("primary", "\(set.primary)"), ("finished_jobs_lost", "\(lost)"),
                                          ("fleet_found_new_primary", recovered ? "yes" : "no")],
-                                  lostTimeline: frozenAt.timeIntervalSince1970...promotedAt.timeIntervalSince1970, failedOver: true)
+                                  lostTimeline: injectedAt.timeIntervalSince1970...promotedAt.timeIntervalSince1970, failedOver: true)
     }
 
     /// The synchronous standby's link frozen past the workers' call deadline: their COMMITs
@@ -238,6 +239,20 @@ extension NemesisTargets {
 
     private func commitsWaitingForStandby(on client: PostgresClient) async throws -> Int {
         try await client.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")[0].decode(Int.self, at: 0)
+    }
+
+    /// SIGSTOPs the worker in slot `index` at a moment it holds jobs (only those have leases to
+    /// lose): stopped, then counted; resumed and tried again while it holds none, for up to 5 s.
+    /// Returns how many it held (0: it stays stopped anyway).
+    private func stopHoldingJobs(_ index: Int) async throws -> Int {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while true {
+            guard fleet.signal(index, SIGSTOP) else { return 0 }
+            let leased = try await jobsLeased(toWorker: index)
+            if leased > 0 || ContinuousClock.now > deadline { return leased }
+            fleet.signal(index, SIGCONT)
+            try await Task.sleep(for: .milliseconds(100))
+        }
     }
 
     /// Jobs running under a lease of the worker in slot `index` (a worker id holds its pid).

@@ -29,9 +29,10 @@ struct NemesisRun: Sendable {
         await targets.webhook.waitUntilQuiet()
         let exits = await targets.fleet.stopAll()
         var windows = NemesisTally.Windows()
-        windows.kills = records.filter { $0.planned.kind == .workerKill }.map { ($0.planned.worker, $0.injectedAt.timeIntervalSince1970) }
+        let applied = records.flatMap { [$0] + $0.parts }
+        windows.kills = applied.filter { $0.planned.kind == .workerKill }.map { ($0.planned.worker, $0.injectedAt.timeIntervalSince1970) }
         windows.killWindow = settings.callTimeout + 1
-        windows.lostTimelines = records.flatMap { [$0] + $0.parts }.compactMap(\.lostTimeline)
+        windows.lostTimelines = applied.compactMap(\.lostTimeline)
         var checker = NemesisChecker(client: targets.database.client, feed: feed, simulator: targets.simulator,
                                      announcements: targets.fleet.loggedAnnouncements() + targets.webhook.received, windows: windows)
         checker.malformedWebhookCalls = targets.webhook.malformedCalls
