@@ -5,14 +5,13 @@ import HTTP
 import Observability
 import Postgres
 
-/// `bench nemesis [--seconds N] [--seed S]`: a private primary with a synchronous
-/// streaming standby, worker processes reaching each through a fault proxy, apple-sim in
-/// process, a steady stream of paid receipts, and a seeded schedule of faults, one at a time,
-/// each healed before a short calm: workers SIGKILLed and SIGSTOPped, connections frozen and
-/// reset, PostgreSQL restarted, the primary hung and the standby promoted (the old primary
-/// fenced, then rebuilt as the new standby), Apple down and hanging. Then the feed stops,
-/// the queue drains and `NemesisChecker` compares the ledger with what was paid. One line per
-/// fault with the time the fleet took to recover, one summary line; exit 0 when the check passes.
+/// `bench nemesis [--seconds N] [--seed S] [--pace X]`: a private primary with a synchronous
+/// streaming standby, worker processes reaching each through a fault proxy, apple-sim and an
+/// alert webhook receiver in process, a steady stream of paid receipts, and a seeded schedule of
+/// faults (`NemesisFaultKind`), each healed before a short calm. Then the feed stops, the queue
+/// drains and `NemesisChecker` compares the ledger with what was paid and counts every
+/// announcement by its key. One line per fault, per announcement stream and per kind covered,
+/// one summary line with the seed and pace that replay the run; exit 0 when everything passed.
 public struct NemesisBenchmark: Sendable {
     public struct Settings: Sendable {
         public var seconds = 120
