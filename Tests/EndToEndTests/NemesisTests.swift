@@ -6,9 +6,9 @@ import TestSupport
 import XCTest
 
 /// `bench nemesis` in short, with a fixed seed: every kind of fault takes effect (the schedule
-/// covers each kind before repeating one), every credit, alert and webhook call is announced
-/// exactly once by its key, and the checker is shown to fail on one announcement doubled or
-/// dropped.
+/// covers each kind before repeating one), every finished job, alert, refund and webhook call is
+/// announced exactly once by its key, and the checker is shown to fail on one announcement
+/// doubled or dropped.
 final class NemesisTests: XCTestCase {
     func testShortFixedSeedNemesisCoversEveryFaultAndCountsEveryAnnouncementOnce() async throws {
         var settings = NemesisBenchmark.Settings()
@@ -34,8 +34,9 @@ final class NemesisTests: XCTestCase {
         XCTAssertTrue(verdict.coverage.passed, verdict.coverage.problems.joined(separator: "; "))
         XCTAssertGreaterThan(verdict.coverage.receiptsFed, 1_000)
 
-        // Every announcement once: credits and alerts in the logs, alerts at the webhook.
-        for stream in [NemesisAnnouncement.Stream.jobFinished, .alertLine, .webhook] {
+        // Every announcement once: finished jobs, alerts and refunds in the logs, alerts at the webhook.
+        let counted: [NemesisAnnouncement.Stream] = [.jobFinished, .alertLine, .webhook, .creditRevoked]
+        for stream in counted {
             let count = try XCTUnwrap(verdict.announcements[stream])
             XCTAssertGreaterThan(count.once, 0, "\(stream.rawValue)")
             XCTAssertTrue(count.passed, "\(stream.rawValue): \(count)")
@@ -44,7 +45,7 @@ final class NemesisTests: XCTestCase {
         XCTAssertTrue(verdict.runPassed, "recovery, failover bound and coverage (the result lines are in the test output)")
 
         // The knob: the same run counted with one announcement doubled, or dropped, fails.
-        for stream in [NemesisAnnouncement.Stream.jobFinished, .alertLine, .webhook] {
+        for stream in counted {
             for tampering in [NemesisTally.Tampering.double(stream), .drop(stream)] {
                 let tampered = verdict.recounted(tampering)
                 XCTAssertNotNil(tampered.tampered, "\(tampering): an announcement to tamper with")

@@ -89,10 +89,14 @@ public struct NemesisBenchmark: Sendable {
         try await database.client.withConnection { _ = try await migrator.migrate($0) }
         proxies = try [PrivateReplicaSet.Slot.a, .b].map { try FaultProxy(targetPort: set.port($0)) }
         try simulator.start()
-        let workers = try NemesisFleet(binary: context.binaryPath, count: settings.workers,
-                                       environment: workerEnvironment(proxies: proxies, simulator: simulator, webhook: webhook))
+        // The workers trust apple-sim's signing chain for the REFUND notifications the feeder signs.
+        let rootCertificate = set.directory + "/apple-sim-root.pem"
+        try simulator.serverAPI.signingChain.writeRootPEM(to: rootCertificate)
+        var environment = workerEnvironment(proxies: proxies, simulator: simulator, webhook: webhook)
+        environment["APPLE_ROOT_CERTS"] = rootCertificate
+        let workers = try NemesisFleet(binary: context.binaryPath, count: settings.workers, environment: environment)
         let patience = Duration.milliseconds(Int((settings.callTimeout + settings.connectTimeout + 20) * 1000))
-        let feeder = NemesisFeeder(database: database, rate: settings.receiptsPerSecond)
+        let feeder = NemesisFeeder(database: database, rate: settings.receiptsPerSecond, signer: simulator.serverAPI.signingChain)
         let targets = NemesisTargets(set: set, proxies: proxies, fleet: workers, simulator: simulator, database: database,
                                      webhook: webhook, feeder: feeder, appleBackground: Self.appleBackground, failoverPatience: patience)
         BenchReport.line("nemesis", "setup", [
@@ -122,7 +126,7 @@ public struct NemesisBenchmark: Sendable {
             "DATABASE_CONNECT_TIMEOUT_SECONDS": BenchReport.figure(settings.connectTimeout),
             // JSON lines: the checker reads every announcement back, key by key.
             "METRICS_LISTEN": "off", "LOG_LEVEL": "info", "LOG_FORMAT": "json", "ALERT_WEBHOOK_URL": webhook.url,
-            "APPLE_BUNDLE_ID": NemesisFeeder.bundleID, "APPLE_SHARED_SECRET": Self.secret,
+            "APPLE_BUNDLE_ID": NemesisFeeder.bundleID, "APPLE_APP_ID": "\(NemesisFeeder.appAppleID)", "APPLE_SHARED_SECRET": Self.secret,
             "APPLE_VERIFY_RECEIPT_URL": simulator.productionURL.absoluteString,
             "APPLE_VERIFY_RECEIPT_SANDBOX_URL": simulator.sandboxURL.absoluteString,
             "APPLE_TIMEOUT_SECONDS": "3", "LEASE_SECONDS": BenchReport.figure(settings.leaseSeconds), "LEADER_TTL_SECONDS": "6",

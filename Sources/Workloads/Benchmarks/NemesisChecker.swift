@@ -24,6 +24,8 @@ struct NemesisChecker: Sendable {
         /// Receipts fed once that more than one job settled, or whose job ended
         /// `already_credited`: only a settled job running again can get there.
         var settledJobsRanAgain = 0
+        /// Refunds enqueued whose credit is not revoked.
+        var refundsNotApplied = 0
         var unfinished = 0
         var alertsOwed = 0
         /// Receipts without an order lacking exactly one `paid_not_credited` alert (or whose job did not end in attention).
@@ -44,7 +46,7 @@ struct NemesisChecker: Sendable {
 
         var announcementsPassed: Bool { announcements.values.allSatisfy(\.passed) && malformedWebhookCalls == 0 }
         var passed: Bool {
-            lost == 0 && creditedTwice == 0 && settledJobsRanAgain == 0 && unfinished == 0 && alertsMissing == 0
+            lost == 0 && creditedTwice == 0 && settledJobsRanAgain == 0 && refundsNotApplied == 0 && unfinished == 0 && alertsMissing == 0
                 && applePaidNotSettled == 0 && announcementsPassed
         }
 
@@ -85,9 +87,13 @@ struct NemesisChecker: Sendable {
         verdict.settledJobsRanAgain = try await count("""
             SELECT count(*) FROM (
                 SELECT t FROM iap.jobs, unnest(transaction_ids) AS t
-                WHERE t = ANY($1) AND state IN ('done', 'failed', 'attention')
+                WHERE t = ANY($1) AND kind = 'receipt' AND state IN ('done', 'failed', 'attention')
                 GROUP BY t HAVING count(*) > 1 OR bool_or(outcome = 'already_credited')) x
             """, [fed])
+        verdict.refundsNotApplied = try await count("""
+            SELECT count(*) FROM unnest($1::text[]) AS p(t)
+            WHERE NOT EXISTS (SELECT 1 FROM iap.credits c WHERE c.transaction_id = p.t AND c.revoked_at IS NOT NULL)
+            """, [feed.refunded])
         verdict.unfinished = try await count("SELECT count(*) FROM iap.jobs WHERE state IN ('queued', 'running', 'retrying', 'timed_out')")
         verdict.alertsOwed = feed.lostOrder.count
         verdict.alertsMissing = try await count("""
