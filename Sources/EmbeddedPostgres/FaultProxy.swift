@@ -8,6 +8,8 @@ import Synchronization
 /// the target, and a test can reset connections (RST), delay all forwarding, or freeze
 /// the connections open at that moment — they stay open and silent, as when a host
 /// crashes, a primary fails over or a NAT entry is dropped. New connections are unaffected.
+/// In front of PostgreSQL it can also lose COMMIT replies: the connection is reset right
+/// before the server's `CommandComplete "COMMIT"` would reach the client.
 public final class FaultProxy: Sendable {
     public let port: Int
     private let target: (host: String, port: Int)
@@ -22,6 +24,9 @@ public final class FaultProxy: Sendable {
         var stopped = false
         /// A hung host: connections opened from now on are accepted and frozen too.
         var freezesNewConnections = false
+        /// How many more COMMIT replies to cut, and how many were.
+        var commitCutsLeft = 0
+        var commitRepliesCut = 0
     }
 
     private struct Link {
@@ -55,10 +60,12 @@ public final class FaultProxy: Sendable {
     /// Connections accepted since the proxy started, frozen ones included: how often clients tried this host.
     public var acceptedConnections: Int { state.withLock { $0.accepted } }
 
-    /// The connections open now stop forwarding in both directions and stay open.
-    public func freezeOpenConnections() {
+    /// The connections open now stop forwarding in both directions and stay open. Returns how many.
+    @discardableResult
+    public func freezeOpenConnections() -> Int {
         state.withLock { state in
             for id in state.links.keys { state.links[id]?.frozen = true }
+            return state.links.values.filter { !$0.closing }.count
         }
     }
 
@@ -86,15 +93,20 @@ public final class FaultProxy: Sendable {
             for (id, link) in state.links where !link.closing && Double.random(in: 0..<1) < fraction {
                 state.links[id]?.closing = true
                 picked += 1
-                var linger = linger(l_onoff: 1, l_linger: 0)
-                for fd in [link.client, link.upstream] {
-                    setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
-                    shutdown(fd, Int32(SHUT_RD)) // wakes the relay threads without sending FIN
-                }
+                Self.abort(link)
             }
             return picked
         }
     }
+
+    /// The next `count` COMMIT replies from the server, on any connection, are never delivered:
+    /// each one's connection is reset right before it (the transaction has committed). 0 stops.
+    public func cutCommitReplies(_ count: Int) {
+        state.withLock { $0.commitCutsLeft = max(0, count) }
+    }
+
+    /// COMMIT replies cut so far.
+    public var commitRepliesCut: Int { state.withLock { $0.commitRepliesCut } }
 
     /// Every chunk forwarded from now on waits this long first.
     public func setDelay(_ seconds: Double) { delayNanoseconds.store(UInt64(max(0, seconds) * 1e9), ordering: .relaxed) }
@@ -137,30 +149,74 @@ public final class FaultProxy: Sendable {
                 return state.nextID
             }
             for (from, to) in [(client, upstream), (upstream, client)] {
-                let thread = Thread { [self] in relay(id: id, from: from, to: to) }
+                let thread = Thread { [self] in relay(id: id, from: from, to: to, fromServer: from == upstream) }
                 thread.stackSize = 256 << 10
                 thread.start()
             }
         }
     }
 
-    private func relay(id: Int, from: Int32, to: Int32) {
+    /// Forwards `from` to `to`. From the server, the stream is followed message by message: a
+    /// header split across reads is held back until whole, so a COMMIT reply can be stopped.
+    private func relay(id: Int, from: Int32, to: Int32, fromServer: Bool) {
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        var held = 0
+        var scanner = BackendMessageScanner()
         loop: while true {
-            let count = read(from, &buffer, buffer.count)
+            let count = buffer.withUnsafeMutableBytes { read(from, $0.baseAddress! + held, $0.count - held) }
             if count <= 0 { break }
+            let available = held + count
             while let link = state.withLock({ $0.links[id] }), link.frozen, !link.closing { usleep(20_000) }
             if state.withLock({ $0.links[id]?.closing ?? true }) { break }
             let delay = delayNanoseconds.load(ordering: .relaxed)
             if delay > 0 { usleep(useconds_t(delay / 1000)) }
+            var forward = available
+            var cutHere = false
+            if fromServer {
+                (forward, cutHere) = scanner.scan(buffer, count: available) { claimCommitCut() }
+            }
             var sent = 0
-            while sent < count {
-                let written = buffer.withUnsafeBytes { write(to, $0.baseAddress! + sent, count - sent) }
+            while sent < forward {
+                let written = buffer.withUnsafeBytes { write(to, $0.baseAddress! + sent, forward - sent) }
                 if written <= 0 { break loop }
                 sent += written
             }
+            if cutHere {
+                reset(id: id)
+                break
+            }
+            held = available - forward
+            if held > 0 { buffer.replaceSubrange(0..<held, with: buffer[forward..<available]) }
         }
         finish(id: id)
+    }
+
+    private func claimCommitCut() -> Bool {
+        state.withLock { state in
+            guard state.commitCutsLeft > 0 else { return false }
+            state.commitCutsLeft -= 1
+            state.commitRepliesCut += 1
+            return true
+        }
+    }
+
+    /// Resets (RST) one connection, as `resetConnections` does.
+    private func reset(id: Int) {
+        state.withLock { state in
+            guard let link = state.links[id], !link.closing else { return }
+            state.links[id]?.closing = true
+            Self.abort(link)
+        }
+    }
+
+    /// RST on close (linger 0); `shutdown` wakes the relay threads without sending FIN. Called
+    /// under the lock, so the descriptors cannot have been closed and reused meanwhile.
+    private static func abort(_ link: Link) {
+        var linger = linger(l_onoff: 1, l_linger: 0)
+        for fd in [link.client, link.upstream] {
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+            shutdown(fd, Int32(SHUT_RD))
+        }
     }
 
     /// The first direction to end shuts the other down; the last one closes both sockets. The

@@ -136,6 +136,34 @@ public final class PrivateReplicaSet: Sendable {
         ServerProcesses.killAndWait(pids)
     }
 
+    /// Starts the primary's server again after `crashPrimary()`: crash recovery replays its WAL,
+    /// and a synchronous primary waits for its standby to reconnect before commits return.
+    public func startCrashedPrimary() async throws {
+        let slot = primary
+        try await CommandRunner.offPool { [self] in
+            guard ServerProcesses.postmaster(dataDirectory: dataDirectory(slot)) == nil else {
+                throw CommandError(description: "slot \(slot): the crashed primary's postmaster is still running")
+            }
+            // A killed postmaster leaves its lock files; one left unreaped (a zombie of a
+            // container's pid 1) still answers kill(pid, 0), so the new one would refuse to start.
+            let socket = "\(directory)/.s.PGSQL.\(port(slot))"
+            try CommandRunner.run(["/bin/rm", "-f", socket, socket + ".lock", dataDirectory(slot) + "/postmaster.pid"])
+            try startServer(slot)
+        }
+    }
+
+    /// Whether the current primary waits for the standby before a commit returns. Off, a
+    /// failover loses what the standby had not received yet. `rebuildStandby()` turns it back on
+    /// for a synchronous set.
+    public func setSynchronous(_ synchronous: Bool) async throws {
+        let slot = primary
+        try await CommandRunner.offPool { [self] in
+            // ALTER SYSTEM cannot share a transaction with the reload: two calls.
+            try psql(slot, "ALTER SYSTEM SET synchronous_standby_names = '\(synchronous ? "*" : "")'")
+            try psql(slot, "SELECT pg_reload_conf()")
+        }
+    }
+
     /// `pg_ctl restart -m fast` on the primary: every client connection is cut; the standby reconnects.
     public func restartPrimary() async throws {
         let slot = primary

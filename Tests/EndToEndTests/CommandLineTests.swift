@@ -34,6 +34,9 @@ final class CommandLineTests: XCTestCase {
             (["migrate"], ["DATABASE_URL": url, "MIGRATIONS_DIR": "/no/such/folder"], "folder not found"),
             (["status", "--log-level", "loud"], ["DATABASE_URL": url], "invalid --log-level 'loud'"),
             (["status", "extra"], ["DATABASE_URL": url], "unexpected argument"),
+            (["bench", "nemesis", "--seed", "-1"], ["DATABASE_URL": url], "invalid --seed '-1'"),
+            (["bench", "nemesis", "--seed", "1e3"], ["DATABASE_URL": url], "invalid --seed '1e3'"),
+            (["bench", "nemesis", "--pace", "0"], ["DATABASE_URL": url], "invalid --pace '0'"),
             (["work", "--verifier", "noop", "--metrics-listen", "off"], ["DATABASE_URL": url, "DATABASE_POOL_SIZE": "1"],
              "invalid DATABASE_POOL_SIZE '1' for work"),
         ]

@@ -3,50 +3,72 @@ import Foundation
 import Postgres
 
 /// The exactly-once check after the queue drained: the ledger against what was paid, the
-/// alerts against the receipts that could not be credited and against the workers' log lines,
-/// and the jobs' `finished_at` timeline against the faults.
+/// alerts against the receipts that could not be credited, every announcement (the workers'
+/// log lines and the webhook calls) counted by its stable key against the database, and the
+/// jobs' `finished_at` timeline against the faults.
 struct NemesisChecker: Sendable {
     let client: PostgresClient
     let feed: NemesisFeeder.Feed
     let simulator: AppleSimulator
-    let fleet: NemesisFleet
-    /// When workers were SIGKILLed, and how long before a kill a commit of theirs may have
-    /// started (the call deadline): an alert committed by a worker killed before it could log
-    /// is owed by the re-emitter (ALERT_REPEAT_SECONDS), not a lost line.
-    let kills: [Date]
-    let killWindow: Double
+    /// Every announcement the workers made (log lines and webhook calls).
+    let announcements: [NemesisAnnouncement]
+    let windows: NemesisTally.Windows
+    /// Webhook calls that were not a JSON object.
+    var malformedWebhookCalls = 0
 
     struct Verdict: Sendable {
         var creditedExactlyOnce = 0
-        /// Paid with an order, yet not credited to it by a job that ended done.
+        /// Paid with an order, yet not credited to it by a job that ended `credited`.
         var lost = 0
         var creditedTwice = 0
+        /// Receipts fed once that more than one job settled, or whose job ended
+        /// `already_credited`: only a settled job running again can get there.
+        var settledJobsRanAgain = 0
+        /// Refunds enqueued whose credit is not revoked.
+        var refundsNotApplied = 0
         var unfinished = 0
         var alertsOwed = 0
         /// Receipts without an order lacking exactly one `paid_not_credited` alert (or whose job did not end in attention).
         var alertsMissing = 0
-        /// Alerts in the table that no worker logged, and logged alert ids the table does not have.
-        var alertLinesMissing = 0
-        var alertLinesPhantom = 0
-        /// The jobs of alerts no worker logged (where to start reading the logs).
-        var unloggedAlertJobs: [Int] = []
-        /// Unlogged alerts committed around a worker's SIGKILL (not counted as missing).
-        var alertLinesOwedByKilledWorkers = 0
         var applePaidNotSettled = 0
         var longestNoFinish = 0.0
+        var announcements: [NemesisAnnouncement.Stream: NemesisTally.Count] = [:]
+        var malformedWebhookCalls = 0
+        /// The key a test tampered with (nil: none).
+        var tampered: String?
+        /// What the announcements were counted with, so a test can count them again tampered.
+        var tally = NemesisTally(expectation: NemesisExpectation(), windows: NemesisTally.Windows())
+        var observed: [NemesisAnnouncement] = []
+
+        /// The whole run's verdict: this check, every fault recovered from in time, every kind covered.
+        var runPassed = false
+        var coverage = NemesisCoverage(kinds: [], records: [], receiptsFed: 0)
+
+        var announcementsPassed: Bool { announcements.values.allSatisfy(\.passed) && malformedWebhookCalls == 0 }
         var passed: Bool {
-            lost == 0 && creditedTwice == 0 && unfinished == 0 && alertsMissing == 0 && alertLinesMissing == 0
-                && alertLinesPhantom == 0 && applePaidNotSettled == 0
+            lost == 0 && creditedTwice == 0 && settledJobsRanAgain == 0 && refundsNotApplied == 0 && unfinished == 0 && alertsMissing == 0
+                && applePaidNotSettled == 0 && announcementsPassed
+        }
+
+        func total(_ field: KeyPath<NemesisTally.Count, Int>) -> Int { announcements.values.reduce(0) { $0 + $1[keyPath: field] } }
+
+        /// The same verdict with the announcements counted again after `tampering`.
+        func recounted(_ tampering: NemesisTally.Tampering) -> Verdict {
+            var verdict = self
+            (verdict.announcements, verdict.tampered) = tally.count(observed, tampering: tampering)
+            return verdict
         }
     }
 
+    /// The ledger's checks and the announcement count.
     func check() async throws -> Verdict {
         var verdict = Verdict()
+        let fed = feed.ordered + feed.lostOrder
         verdict.lost = try await count("""
             SELECT count(*) FROM unnest($1::text[]) AS p(t)
             LEFT JOIN iap.credits c ON c.transaction_id = p.t AND c.order_id = 'nx-o' || substr(p.t, 5)
             WHERE c.transaction_id IS NULL OR NOT EXISTS (
-                SELECT 1 FROM iap.jobs j WHERE j.order_id = c.order_id AND j.state = 'done' AND j.outcome IN ('credited', 'already_credited'))
+                SELECT 1 FROM iap.jobs j WHERE j.order_id = c.order_id AND j.state = 'done' AND j.outcome = 'credited')
             """, [feed.ordered])
         verdict.creditedExactlyOnce = try await count("""
             SELECT count(*) FROM iap.credits c JOIN iap.orders o USING (order_id)
@@ -62,6 +84,16 @@ struct NemesisChecker: Sendable {
                  + (SELECT count(*) FROM iap.alerts WHERE kind = 'receipt_replay')
                  + (SELECT count(*) FROM iap.credits WHERE transaction_id = ANY($1))
             """, [feed.lostOrder])
+        verdict.settledJobsRanAgain = try await count("""
+            SELECT count(*) FROM (
+                SELECT t FROM iap.jobs, unnest(transaction_ids) AS t
+                WHERE t = ANY($1) AND kind = 'receipt' AND state IN ('done', 'failed', 'attention')
+                GROUP BY t HAVING count(*) > 1 OR bool_or(outcome = 'already_credited')) x
+            """, [fed])
+        verdict.refundsNotApplied = try await count("""
+            SELECT count(*) FROM unnest($1::text[]) AS p(t)
+            WHERE NOT EXISTS (SELECT 1 FROM iap.credits c WHERE c.transaction_id = p.t AND c.revoked_at IS NOT NULL)
+            """, [feed.refunded])
         verdict.unfinished = try await count("SELECT count(*) FROM iap.jobs WHERE state IN ('queued', 'running', 'retrying', 'timed_out')")
         verdict.alertsOwed = feed.lostOrder.count
         verdict.alertsMissing = try await count("""
@@ -70,24 +102,48 @@ struct NemesisChecker: Sendable {
                OR NOT EXISTS (SELECT 1 FROM iap.jobs j WHERE j.user_id = 'nx-l' || substr(p.t, 5)
                               AND j.state = 'attention' AND j.outcome = 'paid_not_credited')
             """, [feed.lostOrder])
-        let alerts = try await client.query("""
-            SELECT id, job_id, extract(epoch FROM first_seen_at)::float8 FROM iap.alerts WHERE kind = 'paid_not_credited' ORDER BY id
-            """).map { (id: try $0.decode(Int.self, at: 0), job: try $0.decode(Int?.self, at: 1), seen: try $0.decode(Double.self, at: 2)) }
-        let logged = Set(fleet.loggedAlertIDs())
-        let unlogged = alerts.filter { !logged.contains($0.id) }
-        let owed = unlogged.filter { alert in
-            kills.contains { (-killWindow...1).contains(alert.seen - $0.timeIntervalSince1970) }
-        }
-        verdict.alertLinesOwedByKilledWorkers = owed.count
-        verdict.alertLinesMissing = unlogged.count - owed.count
-        verdict.unloggedAlertJobs = unlogged.compactMap(\.job)
-        let alertIDs = Set(alerts.map(\.id))
-        verdict.alertLinesPhantom = logged.subtracting(alertIDs).count
         let ledger = Set(try await client.query("SELECT transaction_id FROM iap.credits").map { try $0.decode(String.self, at: 0) })
         let owedAlerts = Set(feed.lostOrder)
         verdict.applePaidNotSettled = simulator.stats.paid.filter { !ledger.contains($0) && !owedAlerts.contains($0) }.count
         verdict.longestNoFinish = NemesisTimeline.longestGap(try await finishTimes(), from: feed.startedAt.timeIntervalSince1970)
+        verdict.tally = NemesisTally(expectation: try await expectation(), windows: windows)
+        verdict.observed = announcements
+        verdict.announcements = verdict.tally.count(announcements).counts
+        verdict.malformedWebhookCalls = malformedWebhookCalls
         return verdict
+    }
+
+    /// What must have been announced, by stream, with the time each row was written.
+    func expectation() async throws -> NemesisExpectation {
+        var expectation = NemesisExpectation()
+        expectation.rows[.jobFinished] = try await client.query("""
+            SELECT id, coalesce(outcome, state), transaction_ids, extract(epoch FROM finished_at)::float8
+            FROM iap.jobs WHERE state IN ('done', 'failed', 'attention')
+            """).map { row in
+            NemesisExpectation.Row(key: NemesisExpectation.jobKey(outcome: try row.decode(String.self, at: 1),
+                                                                  transactionIDs: try row.decode([String].self, at: 2),
+                                                                  jobID: try row.decode(Int.self, at: 0)),
+                                   at: try row.decode(Double?.self, at: 3) ?? 0)
+        }
+        let alerts = try await client.query("""
+            SELECT kind, transaction_id, job_id, product_id, details->>'day', extract(epoch FROM first_seen_at)::float8 FROM iap.alerts
+            """).map { row in
+            NemesisExpectation.Row(key: NemesisExpectation.alertKey(kind: try row.decode(String.self, at: 0),
+                                                                    transactionID: try row.decode(String?.self, at: 1),
+                                                                    jobID: try row.decode(Int?.self, at: 2),
+                                                                    productID: try row.decode(String?.self, at: 3),
+                                                                    day: try row.decode(String?.self, at: 4)),
+                                   at: try row.decode(Double.self, at: 5))
+        }
+        expectation.rows[.alertLine] = alerts
+        expectation.rows[.webhook] = alerts
+        expectation.rows[.creditRevoked] = try await client.query("""
+            SELECT transaction_id, extract(epoch FROM revoked_at)::float8 FROM iap.credits WHERE revoked_at IS NOT NULL
+            """).map { NemesisExpectation.Row(key: "credit_revoked:\(try $0.decode(String.self, at: 0))", at: try $0.decode(Double.self, at: 1)) }
+        expectation.rows[.creditedBySupport] = try await client.query("""
+            SELECT transaction_id, extract(epoch FROM credited_at)::float8 FROM iap.credits WHERE credited_by <> 'worker'
+            """).map { NemesisExpectation.Row(key: "credited_by_support:\(try $0.decode(String.self, at: 0))", at: try $0.decode(Double.self, at: 1)) }
+        return expectation
     }
 
     /// Every job's `finished_at` (seconds since 1970, the server's clock on this machine), in order.

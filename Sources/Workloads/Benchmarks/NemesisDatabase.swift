@@ -16,9 +16,11 @@ final class NemesisDatabase: Sendable {
     }
 
     /// A client of the current primary.
-    var client: PostgresClient {
-        let slot = set.primary
-        return clients.withLock { clients in
+    var client: PostgresClient { client(set.primary) }
+
+    /// A client of one slot's server, whatever its role.
+    func client(_ slot: PrivateReplicaSet.Slot) -> PostgresClient {
+        clients.withLock { clients in
             if let client = clients[slot] { return client }
             var configuration = PostgresConfiguration(conninfo: set.directURL(slot: slot, database: name),
                                                       applicationName: "receipt-worker-nemesis")

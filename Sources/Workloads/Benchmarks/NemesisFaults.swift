@@ -2,6 +2,7 @@ import AppleSim
 import EmbeddedPostgres
 import Foundation
 import HTTP
+import Postgres
 
 /// Everything the nemesis can break: the replica set, the fault proxies the workers reach
 /// each slot through, the workers, and Apple.
@@ -12,6 +13,10 @@ struct NemesisTargets: Sendable {
     let fleet: NemesisFleet
     let simulator: AppleSimulator
     let database: NemesisDatabase
+    /// The alert webhook's receiver.
+    let webhook: NemesisWebhookReceiver
+    /// The web tier, which sends again what a failover may have lost.
+    let feeder: NemesisFeeder
     /// Apple's faults between the nemesis's own.
     let appleBackground: AppleSimFaults
     /// How long a failover waits for the fleet to finish a job on the new primary before the
@@ -24,8 +29,17 @@ struct NemesisFaultRecord: Sendable {
     let planned: NemesisPlannedFault
     let injectedAt: Date
     let healedAt: Date
-    /// What else is worth printing (the failover's rebuild time).
+    /// Whether it found something to break: a running worker, open connections, requests to Apple, ...
+    var tookEffect = true
+    /// What else is worth printing (the evidence that it took effect, the failover's rebuild time).
     var note: [(String, String)] = []
+    /// A failover that lost commits: from when the standby stopped receiving to the promotion.
+    /// What was announced in it may be announced again, with the same key, once re-made.
+    var lostTimeline: ClosedRange<Double>?
+    /// The standby was promoted: jobs must finish again within the failover bound.
+    var failedOver = false
+    /// An overlapping fault's two records.
+    var parts: [NemesisFaultRecord] = []
 }
 
 extension NemesisTargets {
@@ -34,41 +48,98 @@ extension NemesisTargets {
     func apply(_ fault: NemesisPlannedFault) async throws -> NemesisFaultRecord {
         let injectedAt = Date()
         let hold = Duration.milliseconds(Int(fault.hold * 1000))
+        var tookEffect = true
+        var note: [(String, String)] = []
         switch fault.kind {
         case .workerKill:
-            fleet.kill(fault.worker)
+            tookEffect = fleet.kill(fault.worker)
             try await Task.sleep(for: hold)
             try fleet.restart(fault.worker)
         case .workerPause:
-            fleet.signal(fault.worker, SIGSTOP)
+            tookEffect = fleet.signal(fault.worker, SIGSTOP)
             try await Task.sleep(for: hold)
             fleet.signal(fault.worker, SIGCONT)
+        case .workerPausedPastLease:
+            let leased = try await stopHoldingJobs(fault.worker)
+            tookEffect = leased > 0
+            try await Task.sleep(for: hold)
+            fleet.signal(fault.worker, SIGCONT)
+            note = [("jobs_leased", "\(leased)")]
         case .connectionsFrozen:
             let proxy = proxies[set.primary.rawValue]
-            proxy.freezeOpenConnections()
+            let frozen = proxy.freezeOpenConnections()
+            (tookEffect, note) = (frozen > 0, [("connections", "\(frozen)")])
             try await Task.sleep(for: hold)
             proxy.resetConnections()
         case .connectionsReset:
             let until = ContinuousClock.now + hold
+            var reset = 0
             while ContinuousClock.now < until {
-                proxies[set.primary.rawValue].resetConnections(fraction: 0.5)
+                reset += proxies[set.primary.rawValue].resetConnections(fraction: 0.5)
                 try await Task.sleep(for: .milliseconds(200))
             }
+            (tookEffect, note) = (reset > 0, [("connections", "\(reset)")])
+        case .lostCommitReply:
+            let proxy = proxies[set.primary.rawValue]
+            let before = proxy.commitRepliesCut
+            // About one cut a second: the fleet keeps committing between them.
+            proxy.cutCommitReplies(max(1, Int(fault.hold.rounded())))
+            try await Task.sleep(for: hold)
+            proxy.cutCommitReplies(0)
+            let cut = proxy.commitRepliesCut - before
+            (tookEffect, note) = (cut > 0, [("commit_replies_cut", "\(cut)")])
         case .postgresRestart:
             try await set.restartPrimary()
+        case .primaryCrash:
+            set.crashPrimary()
+            try await Task.sleep(for: hold)
+            try await set.startCrashedPrimary()
         case .primaryHungFailover:
             return try await failOver(fault, injectedAt: injectedAt, hold: hold)
+        case .asyncStandbyLostCommits:
+            return try await loseCommits(fault, injectedAt: injectedAt, hold: hold)
+        case .syncStandbyHung:
+            return try await hangStandby(fault, injectedAt: injectedAt, hold: hold)
         case .appleOutage:
+            let before = simulator.stats.byResult["outage"] ?? 0
             simulator.startOutage(for: hold)
             try await Task.sleep(for: hold)
+            let refused = (simulator.stats.byResult["outage"] ?? 0) - before
+            (tookEffect, note) = (refused > 0, [("requests_refused", "\(refused)")])
         case .appleHang:
+            let before = simulator.stats.byResult["hang"] ?? 0
             var hanging = appleBackground
             hanging.hangRate = 0.5
             try simulator.setFaults(hanging)
             try await Task.sleep(for: hold)
             try simulator.setFaults(appleBackground)
+            let hung = (simulator.stats.byResult["hang"] ?? 0) - before
+            (tookEffect, note) = (hung > 0, [("requests_hung", "\(hung)")])
+        case .overlapping:
+            return try await overlap(fault, injectedAt: injectedAt)
         }
-        return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: Date())
+        return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: Date(), tookEffect: tookEffect, note: note)
+    }
+
+    /// The first part, and the second from `secondAfter` on; healed when both are. It took
+    /// effect when both did and the second began before the first was healed.
+    private func overlap(_ fault: NemesisPlannedFault, injectedAt: Date) async throws -> NemesisFaultRecord {
+        let (first, second) = (fault.parts[0], fault.parts[1])
+        async let firstRecord = apply(first)
+        async let secondRecord: NemesisFaultRecord = {
+            try await Task.sleep(for: .milliseconds(Int(fault.secondAfter * 1000)))
+            return try await apply(second)
+        }()
+        let records = try await [firstRecord, secondRecord]
+        let overlapped = records[1].injectedAt < records[0].healedAt
+        var note: [(String, String)] = [("parts", "\(first.kind.rawValue)+\(second.kind.rawValue)"),
+                                        ("overlapped_s", BenchReport.figure(max(0, records[0].healedAt.timeIntervalSince(records[1].injectedAt))))]
+        for (index, record) in records.enumerated() {
+            if record.planned.kind.targetsWorker { note.append(("worker_\(index + 1)", "\(record.planned.worker)")) }
+            note += record.note.map { ("\($0.0)_\(index + 1)", $0.1) }
+        }
+        return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: max(records[0].healedAt, records[1].healedAt),
+                                  tookEffect: records.allSatisfy(\.tookEffect) && overlapped, note: note, parts: records)
     }
 
     /// Hang, promote, fence; healed at the promotion. Then the fenced slot is rebuilt as the
@@ -90,7 +161,106 @@ extension NemesisTargets {
         try await set.rebuildStandby()
         return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: healedAt,
                                   note: [("primary", "\(set.primary)"), ("fleet_found_new_primary", recovered ? "yes" : "no"),
-                                         ("rebuild_s", BenchReport.figure((ContinuousClock.now - rebuilding).seconds))])
+                                         ("rebuild_s", BenchReport.figure((ContinuousClock.now - rebuilding).seconds))],
+                                  failedOver: true)
+    }
+
+    /// The standby made asynchronous and its link frozen while the fleet commits on the
+    /// primary; then the primary crashes and the standby is promoted without those commits.
+    /// Took effect when the new primary has fewer finished jobs than the old one had. The lost
+    /// timeline starts when the standby stopped being waited for: what it had not received by
+    /// the freeze is lost too.
+    private func loseCommits(_ fault: NemesisPlannedFault, injectedAt: Date, hold: Duration) async throws -> NemesisFaultRecord {
+        let old = set.primary
+        try await set.setSynchronous(false)
+        // Every backend applies the reload before its next commit; give them a moment to.
+        try await Task.sleep(for: .milliseconds(300))
+        set.freezeReplication()
+        let frozenAt = Date()
+        try await Task.sleep(for: hold)
+        let finishedOnOld = try? await finishedJobs(on: database.client(old))
+        let crashedAt = Date()
+        set.crashPrimary()
+        set.thawReplication()
+        try await set.promoteStandby()
+        let promotedAt = Date()
+        try await set.fenceOldPrimary()
+        await database.drop(old)
+        // The fleet finishes jobs on the new primary at once: only what finished before the crash compares.
+        let finishedOnNew = try? await finishedJobs(on: database.client, before: crashedAt)
+        let lost = (finishedOnOld ?? 0) - (finishedOnNew ?? .max)
+        // The web tier's writes of that span are gone too: sent again, as the apps would.
+        await feeder.resend(since: frozenAt.addingTimeInterval(-1))
+        let recovered = try await waitForAFinishedJob(after: promotedAt)
+        try await set.rebuildStandby()
+        return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: promotedAt, tookEffect: lost > 0,
+                                  note: [("primary", "\(set.primary)"), ("finished_jobs_lost", "\(lost)"),
+                                         ("fleet_found_new_primary", recovered ? "yes" : "no")],
+                                  lostTimeline: injectedAt.timeIntervalSince1970...promotedAt.timeIntervalSince1970, failedOver: true)
+    }
+
+    /// The synchronous standby's link frozen past the workers' call deadline: their COMMITs
+    /// wait for it. Healed by thawing the link (variant false), or by crashing the primary and
+    /// promoting that standby (true): a COMMIT still waiting was never acknowledged, so
+    /// nothing it did may have been announced. Took effect when COMMITs were seen waiting.
+    private func hangStandby(_ fault: NemesisPlannedFault, injectedAt: Date, hold: Duration) async throws -> NemesisFaultRecord {
+        let old = set.primary
+        set.freezeReplication()
+        let until = ContinuousClock.now + hold
+        var waiting = 0
+        while ContinuousClock.now < until {
+            waiting = max(waiting, (try? await commitsWaitingForStandby(on: database.client(old))) ?? 0)
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        var note: [(String, String)] = [("commits_waiting", "\(waiting)"), ("healed_by", fault.variant ? "failover" : "standby_back")]
+        guard fault.variant else {
+            set.thawReplication()
+            return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: Date(), tookEffect: waiting > 0, note: note)
+        }
+        set.crashPrimary()
+        set.thawReplication()
+        try await set.promoteStandby()
+        let promotedAt = Date()
+        try await set.fenceOldPrimary()
+        await database.drop(old)
+        // The web tier's own commits that were waiting are gone: sent again.
+        await feeder.resend(since: injectedAt.addingTimeInterval(-1))
+        let recovered = try await waitForAFinishedJob(after: promotedAt)
+        try await set.rebuildStandby()
+        note += [("primary", "\(set.primary)"), ("fleet_found_new_primary", recovered ? "yes" : "no")]
+        return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: promotedAt, tookEffect: waiting > 0, note: note,
+                                  failedOver: true)
+    }
+
+    private func finishedJobs(on client: PostgresClient, before instant: Date = .distantFuture) async throws -> Int {
+        try await client.query("SELECT count(*) FROM iap.jobs WHERE finished_at < to_timestamp($1)",
+                               [min(instant.timeIntervalSince1970, 1e10)])[0].decode(Int.self, at: 0)
+    }
+
+    private func commitsWaitingForStandby(on client: PostgresClient) async throws -> Int {
+        try await client.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")[0].decode(Int.self, at: 0)
+    }
+
+    /// SIGSTOPs the worker in slot `index` at a moment it holds jobs (only those have leases to
+    /// lose): stopped, then counted; resumed and tried again while it holds none, for up to 5 s.
+    /// Returns how many it held (0: it stays stopped anyway).
+    private func stopHoldingJobs(_ index: Int) async throws -> Int {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while true {
+            guard fleet.signal(index, SIGSTOP) else { return 0 }
+            let leased = try await jobsLeased(toWorker: index)
+            if leased > 0 || ContinuousClock.now > deadline { return leased }
+            fleet.signal(index, SIGCONT)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Jobs running under a lease of the worker in slot `index` (a worker id holds its pid).
+    private func jobsLeased(toWorker index: Int) async throws -> Int {
+        guard let pid = fleet.pid(index) else { return 0 }
+        return try await database.client.query("""
+            SELECT count(*) FROM iap.jobs WHERE state = 'running' AND leased_by LIKE '%:' || $1 || ':%'
+            """, ["\(pid)"])[0].decode(Int.self, at: 0)
     }
 
     private func waitForAFinishedJob(after instant: Date) async throws -> Bool {

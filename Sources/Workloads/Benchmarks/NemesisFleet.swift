@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// The nemesis's worker processes: `receipt-worker work`, each logging to its own file (kept
-/// across restarts, so every alert line any incarnation wrote can be counted at the end).
+/// across restarts, so every line any incarnation wrote can be counted at the end).
 final class NemesisFleet: Sendable {
     let logDirectory: String
     private let binary: String
@@ -34,15 +34,18 @@ final class NemesisFleet: Sendable {
         pids.withLock { $0[index] = pid }
     }
 
-    /// SIGKILL, as the OOM killer would; the worker stays down until `restart`.
-    func kill(_ index: Int) {
+    /// SIGKILL, as the OOM killer would; the worker stays down until `restart`. False when it
+    /// was not running.
+    @discardableResult
+    func kill(_ index: Int) -> Bool {
         guard let pid = pids.withLock({ state -> pid_t? in
             defer { state[index] = nil }
             return state[index]
-        }) else { return }
+        }) else { return false }
         Glibc.kill(pid, SIGKILL)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
+        return true
     }
 
     func restart(_ index: Int) throws {
@@ -51,8 +54,11 @@ final class NemesisFleet: Sendable {
         counters.withLock { $0.restarts += 1 }
     }
 
-    func signal(_ index: Int, _ number: Int32) {
-        if let pid = pids.withLock({ $0[index] }) { Glibc.kill(pid, number) }
+    /// False when the worker was not running.
+    @discardableResult
+    func signal(_ index: Int, _ number: Int32) -> Bool {
+        guard let pid = pids.withLock({ $0[index] }) else { return false }
+        return Glibc.kill(pid, number) == 0
     }
 
     /// Workers that exited without being killed are counted and started again.
@@ -98,16 +104,13 @@ final class NemesisFleet: Sendable {
         return (clean, running.count)
     }
 
-    /// The `alert_id`s of every `event=paid_not_credited` line any worker wrote.
-    func loggedAlertIDs() -> [Int] {
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: logDirectory)) ?? []
-        return files.flatMap { file -> [Int] in
-            let text = (try? String(contentsOfFile: "\(logDirectory)/\(file)", encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").filter { $0.contains("event=paid_not_credited ") }.compactMap { line in
-                line.split(separator: " ").first { $0.hasPrefix("alert_id=") }.flatMap { Int($0.dropFirst(9)) }
-            }
-        }
+    /// Every announcing line any incarnation of any worker wrote.
+    func loggedAnnouncements() -> [NemesisAnnouncement] {
+        NemesisLogReader.announcements(inDirectory: logDirectory)
     }
+
+    /// The running worker's pid in `index` (nil while it is down).
+    func pid(_ index: Int) -> pid_t? { pids.withLock { $0[index] } }
 
     func removeLogs() { try? FileManager.default.removeItem(atPath: logDirectory) }
 }

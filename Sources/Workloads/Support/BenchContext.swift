@@ -12,18 +12,22 @@ public struct BenchContext: Sendable {
     public let migrator: Migrator?
     /// Flags already checked to be positive whole numbers, by name (`jobs`, `concurrency`, ...).
     public let numbers: [String: Int]
+    /// Decimal flags already checked to be positive (`pace`), by name.
+    public let decimals: [String: Double]
     public let logger: Logger
     /// `DATABASE_POOL_SIZE` of the processes measured.
     public let databasePoolSize: Int
     /// The `receipt-worker` executable, for benchmarks that run real worker processes.
     public let binaryPath: String
 
-    public init(databaseURL: String, cluster: PrivateCluster?, migrator: Migrator?, numbers: [String: Int], logger: Logger,
-                databasePoolSize: Int = 4, binaryPath: String = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path) {
+    public init(databaseURL: String, cluster: PrivateCluster?, migrator: Migrator?, numbers: [String: Int],
+                decimals: [String: Double] = [:], logger: Logger, databasePoolSize: Int = 4,
+                binaryPath: String = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path) {
         self.databaseURL = databaseURL
         self.cluster = cluster
         self.migrator = migrator
         self.numbers = numbers
+        self.decimals = decimals
         self.logger = logger
         self.databasePoolSize = databasePoolSize
         self.binaryPath = binaryPath

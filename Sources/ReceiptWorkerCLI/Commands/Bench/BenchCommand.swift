@@ -4,13 +4,13 @@ import Workloads
 /// `receipt-worker bench NAME`: parses the flags and hands a database to the workload,
 /// which lives in the Workloads module.
 enum BenchCommand {
-    static let numberFlags = ["jobs", "concurrency", "claim-batch", "processes", "rounds", "seconds", "in-flight", "seed"]
+    static let numberFlags = ["jobs", "concurrency", "claim-batch", "processes", "rounds", "seconds", "in-flight"]
     static let benchmarks = ["apple", "appstore", "chaos", "console", "ingest", "nemesis", "queue", "reconcile", "soak", "transport"]
 
     static let spec = CommandSpec(
         name: "bench",
         summary: "Benchmarks, one result line each: queue (throughput direct and through PgBouncer, raw-SQL ceiling and the lean ceiling of a one-index queue table, claim and completion time per job, HOT updates and WAL per job, NOTIFY latency, idle cost), apple (verify+credit via apple-sim, against the raw-SQL money-path ceiling), ingest, soak (faults), chaos (every database connection frozen mid-run), transport (the HTTP clients at 2,000 in flight), console (every support console page at 1,000,000 jobs), appstore (the fleet-wide App Store Server API limit, history backfill), reconcile (a day of 1,000,000 purchases against Apple's sales summary), nemesis (a seeded schedule of faults, failovers included, against a primary with a standby; an exactly-once check).",
-        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore|reconcile|nemesis [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--rounds N] [--seconds N] [--in-flight N] [--seed N]",
+        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore|reconcile|nemesis [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--rounds N] [--seconds N] [--in-flight N] [--seed N] [--pace X]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
@@ -20,7 +20,8 @@ enum BenchCommand {
             CommandFlag(name: "rounds", takesValue: true, help: "queue, apple: measured rounds, each a drain beside its ceiling; medians reported (default 3)"),
             CommandFlag(name: "seconds", takesValue: true, help: "soak, nemesis: how long to run (default 120)"),
             CommandFlag(name: "in-flight", takesValue: true, help: "apple: Apple requests in flight in the 3 s phase (default 2000)"),
-            CommandFlag(name: "seed", takesValue: true, help: "nemesis: the fault schedule's seed (default 1; the same seed, the same schedule)"),
+            CommandFlag(name: "seed", takesValue: true, help: "nemesis: the fault schedule's seed, 0 or more (default: drawn at random and printed; the same seed, the same schedule)"),
+            CommandFlag(name: "pace", takesValue: true, help: "nemesis: scales every fault's hold and calm (default 1; printed with the seed)"),
         ],
         positionals: 1...1,
         actions: benchmarks)
@@ -31,6 +32,7 @@ enum BenchCommand {
             throw UsageError("unknown benchmark '\(name)' (benchmarks: \(benchmarks.joined(separator: ", ")))")
         }
         let numbers = try numbers(runtime)
+        let decimals = try decimals(runtime)
         if name == "transport" {
             return try await TransportBenchmark(context: BenchContext(databaseURL: "", cluster: nil, migrator: nil, numbers: numbers,
                                                                       logger: runtime.logger)).run()
@@ -53,7 +55,7 @@ enum BenchCommand {
         let migrator = try MigrateCommand.loadMigrator(runtime)
         return try await EmbeddedDatabase.withDatabase(runtime, statementStatistics: true) { url, cluster in
             try await workload(BenchContext(databaseURL: url, cluster: cluster, migrator: migrator, numbers: numbers,
-                                            logger: runtime.logger, databasePoolSize: runtime.databasePoolSize))
+                                            decimals: decimals, logger: runtime.logger, databasePoolSize: runtime.databasePoolSize))
         }
     }
 
@@ -65,6 +67,20 @@ enum BenchCommand {
             guard let number = Int(text), number > 0 else { throw UsageError("invalid --\(flag) '\(text)': must be a positive whole number") }
             numbers[flag] = number
         }
+        // A seed may be 0; the whole range a run prints fits in an Int.
+        if let text = runtime.options.flag("seed") {
+            guard let seed = Int(text), seed >= 0 else { throw UsageError("invalid --seed '\(text)': must be a whole number, 0 or more") }
+            numbers["seed"] = seed
+        }
         return numbers
+    }
+
+    /// The decimal flags given, each positive.
+    private static func decimals(_ runtime: Runtime) throws -> [String: Double] {
+        guard let text = runtime.options.flag("pace") else { return [:] }
+        guard let pace = Double(text), pace.isFinite, pace > 0, pace <= 100 else {
+            throw UsageError("invalid --pace '\(text)': must be a decimal number above 0, at most 100")
+        }
+        return ["pace": pace]
     }
 }
