@@ -79,8 +79,8 @@ final class NemesisCheckerTests: XCTestCase {
 
     func testALostTimelineExcusesARemadeAnnouncementWithTheSameKeyOnly() {
         var windows = NemesisTally.Windows()
-        windows.lostTimelines = [40...50]
-        // t1 was credited on the lost timeline (announced at 45) and again after the promotion
+        windows.lostTimelines = [NemesisTally.LostTimeline(from: 40, crashedAt: 49)]
+        // t1 was credited on the lost timeline (announced at 45) and again after the crash
         // (its row is from 60); t2's row is from before the failover: a second line is a double.
         let tally = NemesisTally(expectation: expectation([.jobFinished: [("credited:t1", 60), ("credited:t2", 30)]]), windows: windows)
         let counted = tally.count([line("credited:t1", at: 45), line("credited:t1", at: 61),

@@ -137,8 +137,10 @@ struct NemesisChecker: Sendable {
         }
         expectation.rows[.alertLine] = alerts
         expectation.rows[.webhook] = alerts
+        // Written when the REFUND's job finished (`revoked_at` is Apple's revocation date).
         expectation.rows[.creditRevoked] = try await client.query("""
-            SELECT transaction_id, extract(epoch FROM revoked_at)::float8 FROM iap.credits WHERE revoked_at IS NOT NULL
+            SELECT t, extract(epoch FROM finished_at)::float8 FROM iap.jobs, unnest(transaction_ids) AS t
+            WHERE kind = 'notification' AND outcome = 'revoked'
             """).map { NemesisExpectation.Row(key: "credit_revoked:\(try $0.decode(String.self, at: 0))", at: try $0.decode(Double.self, at: 1)) }
         expectation.rows[.creditedBySupport] = try await client.query("""
             SELECT transaction_id, extract(epoch FROM credited_at)::float8 FROM iap.credits WHERE credited_by <> 'worker'

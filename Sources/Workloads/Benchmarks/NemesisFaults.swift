@@ -33,9 +33,9 @@ struct NemesisFaultRecord: Sendable {
     var tookEffect = true
     /// What else is worth printing (the evidence that it took effect, the failover's rebuild time).
     var note: [(String, String)] = []
-    /// A failover that lost commits: from when the standby stopped receiving to the promotion.
-    /// What was announced in it may be announced again, with the same key, once re-made.
-    var lostTimeline: ClosedRange<Double>?
+    /// A failover that lost commits: what was announced on the lost timeline may be announced
+    /// again, with the same key, once made again.
+    var lostTimeline: NemesisTally.LostTimeline?
     /// The standby was promoted: jobs must finish again within the failover bound.
     var failedOver = false
     /// An overlapping fault's two records.
@@ -190,13 +190,15 @@ extension NemesisTargets {
         let finishedOnNew = try? await finishedJobs(on: database.client, before: crashedAt)
         let lost = (finishedOnOld ?? 0) - (finishedOnNew ?? .max)
         // The web tier's writes of that span are gone too: sent again, as the apps would.
-        await feeder.resend(since: frozenAt.addingTimeInterval(-1))
+        await feeder.resend(since: injectedAt.addingTimeInterval(-1))
         let recovered = try await waitForAFinishedJob(after: promotedAt)
         try await set.rebuildStandby()
         return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: promotedAt, tookEffect: lost > 0,
                                   note: [("primary", "\(set.primary)"), ("finished_jobs_lost", "\(lost)"),
                                          ("fleet_found_new_primary", recovered ? "yes" : "no")],
-                                  lostTimeline: injectedAt.timeIntervalSince1970...promotedAt.timeIntervalSince1970, failedOver: true)
+                                  lostTimeline: NemesisTally.LostTimeline(from: injectedAt.timeIntervalSince1970,
+                                                                          crashedAt: crashedAt.timeIntervalSince1970),
+                                  failedOver: true)
     }
 
     /// The synchronous standby's link frozen past the workers' call deadline: their COMMITs

@@ -12,17 +12,28 @@ final class NemesisFeedLog: Sendable {
         let at: Date
         var indexes: [Int] = []
         var receipts: [String] = []
-        /// Signed REFUND notifications.
+        /// Signed REFUND notifications, and the receipts they refund.
         var notifications: [String] = []
+        var refunds: [Int] = []
     }
 
     private let batches = Mutex<[Batch]>([])
     private let resent = Mutex(0)
+    /// Refunds to send again once their credit is in the ledger again: sent before the receipt
+    /// is credited again, a REFUND would find nothing to revoke.
+    private let refundsAgain = Mutex<[(index: Int, notification: String)]>([])
+
+    fileprivate func refundAgain(_ refunds: [(index: Int, notification: String)]) { refundsAgain.withLock { $0 += refunds } }
+    fileprivate func takeRefundsAgain() -> [(index: Int, notification: String)] {
+        refundsAgain.withLock { state in defer { state = [] }; return state }
+    }
 
     fileprivate func record(_ batch: Batch) { batches.withLock { $0.append(batch) } }
 
     /// Batches whose sending started at `instant` or later.
     func batches(since instant: Date) -> [Batch] { batches.withLock { $0.filter { $0.at >= instant } } }
+
+    fileprivate var hasRefundsAgain: Bool { refundsAgain.withLock { !$0.isEmpty } }
 
     fileprivate func countResent(_ count: Int) { resent.withLock { $0 += count } }
     var resentBatches: Int { resent.withLock { $0 } }
@@ -92,24 +103,52 @@ struct NemesisFeeder: Sendable {
             if !toRefund.isEmpty, let credited = try? await credited(toRefund) {
                 var batch = NemesisFeedLog.Batch(at: Date())
                 for index in toRefund where credited.contains(Self.transactionID(index)) {
-                    if let refund = try? refund(index, purchasedAtMs: purchasedAtMs) { batch.notifications.append(refund) }
+                    if let refund = try? refund(index, purchasedAtMs: purchasedAtMs) {
+                        batch.notifications.append(refund)
+                        batch.refunds.append(index)
+                    }
                 }
                 if !batch.notifications.isEmpty {
                     feed.failedBatches += await send(batch)
                     log.record(batch)
-                    feed.refunded += toRefund.filter { credited.contains(Self.transactionID($0)) }.map(Self.transactionID)
-                    toRefund.removeAll { credited.contains(Self.transactionID($0)) }
+                    feed.refunded += batch.refunds.map(Self.transactionID)
+                    toRefund.removeAll { batch.refunds.contains($0) }
                 }
             }
+            feed.failedBatches += await refundAgain()
             try? await Task.sleep(for: .milliseconds(100))
+        }
+        // Refunds a failover lost, whose receipts are being credited again.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline, log.hasRefundsAgain {
+            feed.failedBatches += await refundAgain()
+            try? await Task.sleep(for: .milliseconds(200))
         }
         return feed
     }
 
-    /// Sends again, byte for byte, every batch sent since `instant` (each until it commits).
+    /// Sends again the refunds `resend` held back whose credits are in the ledger again.
+    private func refundAgain() async -> Int {
+        let waiting = log.takeRefundsAgain()
+        guard !waiting.isEmpty else { return 0 }
+        guard let credited = try? await credited(waiting.map(\.index)) else {
+            log.refundAgain(waiting)
+            return 0
+        }
+        let ready = waiting.filter { credited.contains(Self.transactionID($0.index)) }
+        log.refundAgain(waiting.filter { !credited.contains(Self.transactionID($0.index)) })
+        guard !ready.isEmpty else { return 0 }
+        return await send(NemesisFeedLog.Batch(at: Date(), notifications: ready.map(\.notification), refunds: ready.map(\.index)))
+    }
+
+    /// Sends again, byte for byte, every batch sent since `instant` (each until it commits);
+    /// its refunds once their receipts are credited again.
     func resend(since instant: Date) async {
         let batches = log.batches(since: instant)
-        for batch in batches { _ = await send(batch) }
+        for batch in batches {
+            if !batch.indexes.isEmpty { _ = await send(NemesisFeedLog.Batch(at: batch.at, indexes: batch.indexes, receipts: batch.receipts)) }
+            log.refundAgain(Array(zip(batch.refunds, batch.notifications)).map { (index: $0.0, notification: $0.1) })
+        }
         log.countResent(batches.count)
     }
 

@@ -56,12 +56,7 @@ enum NemesisFaultKind: String, Sendable, CaseIterable {
     }
 
     /// The kinds a run draws from unless told otherwise.
-    ///
-    /// `asyncStandbyLostCommits` is left out while it makes the fleet credit one buyer's payment
-    /// to another: a promoted standby that lost commits gives their job ids to new jobs, and a
-    /// worker that kept a payload for a retry under such an id (`PayloadCache`) has the claim
-    /// leave the new job's payload out and verifies the old receipt for the new job's buyer.
-    static let scheduled = allCases.filter { $0 != .asyncStandbyLostCommits }
+    static let scheduled = allCases
 
     /// Faults aimed at one worker.
     var targetsWorker: Bool { self == .workerKill || self == .workerPause || self == .workerPausedPastLease }

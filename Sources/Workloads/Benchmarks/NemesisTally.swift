@@ -15,8 +15,8 @@ struct NemesisTally: Sendable {
         var killWindow = 0.0
         /// How long after its alert line a killed worker's webhook delivery may still have been queued.
         var deliveryWindow = 20.0
-        /// Asynchronous failovers that lost commits: from the standby's last WAL to the promotion.
-        var lostTimelines: [ClosedRange<Double>] = []
+        /// Asynchronous failovers that lost commits.
+        var lostTimelines: [LostTimeline] = []
 
         func killedAround(commitAt time: Double) -> Bool {
             kills.contains { (($0.at - killWindow)...($0.at + 1)).contains(time) }
@@ -26,8 +26,22 @@ struct NemesisTally: Sendable {
             kills.contains { $0.worker == worker && range.contains($0.at) }
         }
 
-        func onLostTimeline(_ time: Double) -> ClosedRange<Double>? {
-            lostTimelines.first { $0.contains(time) }
+        func onLostTimeline(_ time: Double) -> LostTimeline? {
+            lostTimelines.first { $0.announced.contains(time) }
+        }
+    }
+
+    /// What an asynchronous failover lost: commits made from when the standby stopped being
+    /// waited for until the old primary crashed, announced by then (and up to a second after,
+    /// for a line written just after its reply arrived); whatever is made again is written
+    /// on the new primary, after the crash.
+    struct LostTimeline: Sendable, Equatable {
+        let announced: ClosedRange<Double>
+        let remadeAfter: Double
+
+        init(from start: Double, crashedAt: Double) {
+            announced = start...(crashedAt + 1)
+            remadeAfter = crashedAt
         }
     }
 
@@ -112,7 +126,7 @@ struct NemesisTally: Sendable {
                 // written after that failover: re-made, with the same key.
                 let lost = made.filter { announcement in
                     guard let timeline = windows.onLostTimeline(announcement.at) else { return false }
-                    return expected.allSatisfy { $0.at > timeline.upperBound }
+                    return expected.allSatisfy { $0.at > timeline.remadeAfter }
                 }.count
                 let extra = made.count - expected.count
                 count.remadeAfterLostCommits += min(lost, extra)
