@@ -57,10 +57,10 @@ enum NemesisFaultKind: String, Sendable, CaseIterable {
 
     /// The kinds a run draws from unless told otherwise.
     ///
-    /// `asyncStandbyLostCommits` is left out while it makes the fleet credit one buyer's payment
-    /// to another: a promoted standby that lost commits gives their job ids to new jobs, and a
-    /// worker that kept a payload for a retry under such an id (`PayloadCache`) has the claim
-    /// leave the new job's payload out and verifies the old receipt for the new job's buyer.
+    /// `asyncStandbyLostCommits` is left out until a run with it comes out clean: it found a
+    /// promoted standby handing lost jobs' ids to new jobs while a worker kept a payload for a
+    /// retry under such an id, which credited the old receipt to the new job's buyer
+    /// (`PayloadCache` now holds an entry only for the sessions it was filled on).
     static let scheduled = allCases.filter { $0 != .asyncStandbyLostCommits }
 
     /// Faults aimed at one worker.
