@@ -28,6 +28,8 @@ public struct NemesisBenchmark: Sendable {
         public var drainLimit: Duration = .seconds(180)
         /// Scales every fault's hold and calm: a short test run takes 0.5 to fit every kind in.
         public var pace = 1.0
+        /// fsync on: a crashed primary is one that loses what the OS had not written.
+        public var durable = false
         /// The kinds the schedule draws from; a run fails unless each of them took effect.
         var kinds = NemesisFaultKind.scheduled
         public init() {}
@@ -49,6 +51,7 @@ public struct NemesisBenchmark: Sendable {
         if let pace = context.decimals["pace"] {
             if pace > 0, pace.isFinite { fromFlags.pace = pace } else { invalid = "--pace \(pace): must be more than 0" }
         }
+        fromFlags.durable = context.decimals["durable"] != nil
         self.settings = settings ?? fromFlags
         self.invalid = settings == nil ? invalid : nil
     }
@@ -74,7 +77,7 @@ public struct NemesisBenchmark: Sendable {
     func outcome() async throws -> NemesisChecker.Verdict {
         if let invalid { throw WorkloadError("bench nemesis: \(invalid)") }
         guard let migrator = context.migrator else { throw WorkloadError("bench nemesis: no migrations were given") }
-        let set = try await PrivateReplicaSet.start(.init(synchronous: true))
+        let set = try await PrivateReplicaSet.start(.init(synchronous: true, durable: settings.durable))
         let simulator = AppleSimulator(configuration: AppleSimConfiguration(sharedSecret: Self.secret, seed: settings.seed,
                                                                             faults: Self.appleBackground, hangLimit: .seconds(30)))
         var proxies: [FaultProxy] = []
@@ -101,7 +104,7 @@ public struct NemesisBenchmark: Sendable {
                                      webhook: webhook, feeder: feeder, appleBackground: Self.appleBackground, failoverPatience: patience)
         BenchReport.line("nemesis", "setup", [
             "seed": "\(settings.seed)", "pace": BenchReport.figure(settings.pace), "seconds": "\(settings.seconds)", "workers": "\(settings.workers)",
-            "receipts_per_s": BenchReport.figure(settings.receiptsPerSecond), "database": "primary + synchronous standby (fsync=off)",
+            "receipts_per_s": BenchReport.figure(settings.receiptsPerSecond), "database": "primary + synchronous standby (fsync=\(settings.durable ? "on" : "off"))",
             "db_call_timeout_s": BenchReport.figure(settings.callTimeout), "db_connect_timeout_s": BenchReport.figure(settings.connectTimeout),
             "lease_s": BenchReport.figure(settings.leaseSeconds), "logs": workers.logDirectory,
         ])

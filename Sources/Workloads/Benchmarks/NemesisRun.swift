@@ -76,7 +76,8 @@ struct NemesisRun: Sendable {
             ("drain_s", BenchReport.figure(drained)),
             ("worker_restarts", "\(targets.fleet.restarts)"), ("unexpected_exits", "\(targets.fleet.unexpectedExits)"),
             ("clean_shutdowns", "\(exits.clean)/\(exits.total)"), ("pass", passed ? "yes" : "no"),
-            ("replay", "bench nemesis --seconds \(settings.seconds) --seed \(settings.seed) --pace \(BenchReport.figure(settings.pace))"),
+            ("replay", "bench nemesis --seconds \(settings.seconds) --seed \(settings.seed) --pace \(BenchReport.figure(settings.pace))"
+                + (settings.durable ? " --durable" : "")),
         ])
         return verdict
     }

@@ -12,7 +12,7 @@ public struct BenchContext: Sendable {
     public let migrator: Migrator?
     /// Flags already checked to be positive whole numbers, by name (`jobs`, `concurrency`, ...).
     public let numbers: [String: Int]
-    /// Decimal flags already checked to be positive (`pace`), by name.
+    /// Decimal flags already checked to be positive (`pace`), by name; a switch given (`durable`) is 1.
     public let decimals: [String: Double]
     public let logger: Logger
     /// `DATABASE_POOL_SIZE` of the processes measured.
