@@ -109,7 +109,7 @@ struct NemesisFeeder: Sendable {
                     }
                 }
                 if !batch.notifications.isEmpty {
-                    feed.failedBatches += await send(batch)
+                    feed.failedBatches += await sendRefunds(batch)
                     log.record(batch)
                     feed.refunded += batch.refunds.map(Self.transactionID)
                     toRefund.removeAll { batch.refunds.contains($0) }
@@ -138,7 +138,29 @@ struct NemesisFeeder: Sendable {
         let ready = waiting.filter { credited.contains(Self.transactionID($0.index)) }
         log.refundAgain(waiting.filter { !credited.contains(Self.transactionID($0.index)) })
         guard !ready.isEmpty else { return 0 }
-        return await send(NemesisFeedLog.Batch(at: Date(), notifications: ready.map(\.notification), refunds: ready.map(\.index)))
+        return await sendRefunds(NemesisFeedLog.Batch(at: Date(), notifications: ready.map(\.notification), refunds: ready.map(\.index)))
+    }
+
+    /// Apple refunds only what it sold, and the feed refunds only what the ledger credited: each
+    /// REFUND is enqueued in one transaction with the check that its credit is there, on
+    /// whichever server is the primary now. One try: what was not enqueued (no credit there, as
+    /// after a failover that lost it, or the try failed) waits for the credit, as Apple's retry
+    /// of an unanswered notification comes hours later. Unchecked, a REFUND could reach a newly
+    /// promoted primary before the credit is made again there; the worker acknowledges a REFUND
+    /// of an uncredited transaction and keeps nothing of it.
+    private func sendRefunds(_ batch: NemesisFeedLog.Batch) async -> Int {
+        let refunds = Array(zip(batch.refunds, batch.notifications)).map { (index: $0.0, notification: $0.1) }
+        do {
+            let enqueued = Set(try await database.client.query("""
+                SELECT t, iap.enqueue_notification(p) FROM unnest($1::text[], $2::text[]) AS x(t, p)
+                WHERE EXISTS (SELECT 1 FROM iap.credits c WHERE c.transaction_id = x.t)
+                """, [batch.refunds.map(Self.transactionID), batch.notifications]).map { try $0.decode(String.self, at: 0) })
+            log.refundAgain(refunds.filter { !enqueued.contains(Self.transactionID($0.index)) })
+            return 0
+        } catch {
+            log.refundAgain(refunds)
+            return 1
+        }
     }
 
     /// Sends again, byte for byte, every batch sent since `instant` (each until it commits);
@@ -202,11 +224,9 @@ struct NemesisFeeder: Sendable {
                 ON CONFLICT (order_id) DO NOTHING
                 """, [ordered.map { "nx-o\($0)" }, ordered.map { "nx-u\($0)" }])
             // An empty order id is enqueued as none (the function's nullif).
-            _ = try await connection.query("""
+            return try await connection.query("""
                 SELECT count(iap.enqueue_receipt(u, o, r)) FROM unnest($1::text[], $2::text[], $3::text[]) AS x(u, o, r)
-                """, [users, orders, batch.receipts])
-            return try await connection.query("SELECT count(iap.enqueue_notification(p)) FROM unnest($1::text[]) AS x(p)",
-                                              [batch.notifications]).count
+                """, [users, orders, batch.receipts]).count
         }
     }
 }
