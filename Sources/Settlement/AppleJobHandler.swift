@@ -101,12 +101,7 @@ public struct AppleJobHandler: JobHandler {
         for effects in pending.take(runs) {
             if effects.credits > 0 { metrics.credits.add(Double(effects.credits)) }
             for (alert, id) in effects.alerts { alerts.announce(alert, id: id, repeated: false) }
-            for revoked in effects.revoked {
-                metrics.creditsRevoked.inc()
-                logger.notice("credit_revoked", ["announcement_key": .string("credit_revoked:\(revoked.transactionID)"),
-                                                 "transaction_id": .string(revoked.transactionID), "order_id": .string(revoked.orderID),
-                                                 "user_id": .string(revoked.userID), "revocation_reason": .string(revoked.reason)])
-            }
+            for revoked in effects.revoked { revoked.announce(logger: logger, metrics: metrics) }
             for type in effects.notifications {
                 metrics.notifications.labels(type).inc()
                 if type == "CONSUMPTION_REQUEST" { logger.notice("consumption_request", [:]) }

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import Observability
 import Postgres
 import Queue
 
@@ -35,6 +36,13 @@ struct NotificationSettler: Sendable {
         UPDATE iap.credits SET revoked_at = NULL, revocation_reason = NULL
         WHERE transaction_id = $1 AND revoked_at IS NOT NULL RETURNING order_id, user_id
         """
+    /// A refund with no credit to revoke yet is kept for `RefundApplier` (migration 0034).
+    static let keepRefundSQL = """
+        INSERT INTO iap.refunds_before_credit (transaction_id, revoked_at, revocation_reason, job_id)
+        VALUES ($1, $2, $3, $4) ON CONFLICT (transaction_id) DO NOTHING
+        """
+    /// A reversal of a refund still waiting for its credit: nothing will be revoked.
+    static let dropKeptRefundSQL = "DELETE FROM iap.refunds_before_credit WHERE transaction_id = $1 AND applied_at IS NULL"
 
     func settle(_ work: NotificationWork, job: ClaimedJob, batch: inout SettlementBatch, effects: inout SettlementEffects,
                 on connection: PostgresConnection) async throws -> JobOutcome {
@@ -52,12 +60,15 @@ struct NotificationSettler: Sendable {
         case "ONE_TIME_CHARGE":
             return try await charge(transaction, job: job, batch: &batch, effects: &effects, on: connection)
         case "REFUND":
-            let rows = try await connection.query(Self.revokeSQL, [transaction.transactionID, transaction.revocationDate,
-                                                                  transaction.revocationReason ?? "0"])
-            guard let row = rows.first else { return .finish(.done, "acknowledged", error: "refund of an uncredited transaction",
-                                                             transactionIDs: transactionIDs) }
+            let reason = transaction.revocationReason ?? "0"
+            let rows = try await connection.query(Self.revokeSQL, [transaction.transactionID, transaction.revocationDate, reason])
+            guard let row = rows.first else {
+                _ = try await connection.query(Self.keepRefundSQL, [transaction.transactionID, transaction.revocationDate, reason, job.id])
+                return .finish(.done, "acknowledged", error: "refund of an uncredited transaction: kept, and applied when it is credited",
+                               transactionIDs: transactionIDs)
+            }
             effects.revoked.append(RevokedCredit(transactionID: transaction.transactionID, orderID: try row.decode(at: 0),
-                                                 userID: try row.decode(at: 1), reason: transaction.revocationReason ?? "0"))
+                                                 userID: try row.decode(at: 1), reason: reason))
             return .finish(.done, "revoked", transactionIDs: transactionIDs)
         case "CONSUMPTION_REQUEST":
             // Recorded, and answered by its own `consumption` job.
@@ -69,6 +80,7 @@ struct NotificationSettler: Sendable {
             return .finish(.done, "acknowledged", transactionIDs: transactionIDs)
         case "REFUND_REVERSED":
             let rows = try await connection.query(Self.restoreSQL, [transaction.transactionID])
+            if rows.isEmpty { _ = try await connection.query(Self.dropKeptRefundSQL, [transaction.transactionID]) }
             return .finish(.done, rows.isEmpty ? "acknowledged" : "restored", transactionIDs: transactionIDs)
         default:
             return .finish(.done, "acknowledged", transactionIDs: transactionIDs)
@@ -102,4 +114,12 @@ struct RevokedCredit: Sendable {
     let orderID: String
     let userID: String
     let reason: String
+
+    /// The one `credit_revoked` line, whoever revoked it (a REFUND's job or `RefundApplier`).
+    func announce(logger: Logger, metrics: SettlementMetrics) {
+        metrics.creditsRevoked.inc()
+        logger.notice("credit_revoked", ["announcement_key": .string("credit_revoked:\(transactionID)"),
+                                         "transaction_id": .string(transactionID), "order_id": .string(orderID),
+                                         "user_id": .string(userID), "revocation_reason": .string(reason)])
+    }
 }

@@ -132,6 +132,7 @@ struct SettlementWiring: Sendable {
         return history + [
             StuckDetector(client: client, interval: min(60, max(1, stuckAfter / 10)), stuckAfter: stuckAfter, alerts: alerts),
             AlertReemitter(client: client, interval: min(60, max(1, repeatAfter / 10)), repeatAfter: repeatAfter, alerts: alerts),
+            RefundApplier(client: client, interval: 10, metrics: metrics, logger: runtime.logger),
             JobRetention(client: client, interval: 600, retentionDays: options.seconds(Settings.retentionDays), logger: runtime.logger),
         ]
     }

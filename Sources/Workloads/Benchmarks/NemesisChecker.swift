@@ -26,6 +26,8 @@ struct NemesisChecker: Sendable {
         var settledJobsRanAgain = 0
         /// Refunds enqueued whose credit is not revoked.
         var refundsNotApplied = 0
+        /// Refunds that reached the worker before their credit (kept, then applied by the leader).
+        var refundsBeforeCredit = 0
         var unfinished = 0
         var alertsOwed = 0
         /// Receipts without an order lacking exactly one `paid_not_credited` alert (or whose job did not end in attention).
@@ -94,6 +96,7 @@ struct NemesisChecker: Sendable {
             SELECT count(*) FROM unnest($1::text[]) AS p(t)
             WHERE NOT EXISTS (SELECT 1 FROM iap.credits c WHERE c.transaction_id = p.t AND c.revoked_at IS NOT NULL)
             """, [feed.refunded])
+        verdict.refundsBeforeCredit = try await count("SELECT count(*) FROM iap.refunds_before_credit WHERE applied_at IS NOT NULL")
         verdict.unfinished = try await count("SELECT count(*) FROM iap.jobs WHERE state IN ('queued', 'running', 'retrying', 'timed_out')")
         verdict.alertsOwed = feed.lostOrder.count
         verdict.alertsMissing = try await count("""
@@ -137,10 +140,13 @@ struct NemesisChecker: Sendable {
         }
         expectation.rows[.alertLine] = alerts
         expectation.rows[.webhook] = alerts
-        // Written when the REFUND's job finished (`revoked_at` is Apple's revocation date).
+        // Written when the REFUND's job finished (`revoked_at` is Apple's revocation date), or,
+        // for a REFUND that came before its credit, when the leader's `refund_applier` applied it.
         expectation.rows[.creditRevoked] = try await client.query("""
             SELECT t, extract(epoch FROM finished_at)::float8 FROM iap.jobs, unnest(transaction_ids) AS t
             WHERE kind = 'notification' AND outcome = 'revoked'
+            UNION ALL
+            SELECT transaction_id, extract(epoch FROM applied_at)::float8 FROM iap.refunds_before_credit WHERE applied_at IS NOT NULL
             """).map { NemesisExpectation.Row(key: "credit_revoked:\(try $0.decode(String.self, at: 0))", at: try $0.decode(Double.self, at: 1)) }
         expectation.rows[.creditedBySupport] = try await client.query("""
             SELECT transaction_id, extract(epoch FROM credited_at)::float8 FROM iap.credits WHERE credited_by <> 'worker'

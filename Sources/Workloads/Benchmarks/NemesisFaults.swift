@@ -176,23 +176,14 @@ extension NemesisTargets {
         // Every backend applies the reload before its next commit; give them a moment to.
         try await Task.sleep(for: .milliseconds(300))
         set.freezeReplication()
-        let frozenAt = Date()
         try await Task.sleep(for: hold)
         let finishedOnOld = try? await finishedJobs(on: database.client(old))
         let crashedAt = Date()
-        set.crashPrimary()
-        set.thawReplication()
-        try await set.promoteStandby()
-        let promotedAt = Date()
-        try await set.fenceOldPrimary()
-        await database.drop(old)
+        let promotedAt = try await crashAndPromote()
         // The fleet finishes jobs on the new primary at once: only what finished before the crash compares.
         let finishedOnNew = try? await finishedJobs(on: database.client, before: crashedAt)
         let lost = (finishedOnOld ?? 0) - (finishedOnNew ?? .max)
-        // The web tier's writes of that span are gone too: sent again, as the apps would.
-        await feeder.resend(since: injectedAt.addingTimeInterval(-1))
-        let recovered = try await waitForAFinishedJob(after: promotedAt)
-        try await set.rebuildStandby()
+        let recovered = try await resendAndRebuild(since: injectedAt, promotedAt: promotedAt)
         return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: promotedAt, tookEffect: lost > 0,
                                   note: [("primary", "\(set.primary)"), ("finished_jobs_lost", "\(lost)"),
                                          ("fleet_found_new_primary", recovered ? "yes" : "no")],
@@ -219,19 +210,34 @@ extension NemesisTargets {
             set.thawReplication()
             return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: Date(), tookEffect: waiting > 0, note: note)
         }
+        let promotedAt = try await crashAndPromote()
+        let recovered = try await resendAndRebuild(since: injectedAt, promotedAt: promotedAt)
+        note += [("primary", "\(set.primary)"), ("fleet_found_new_primary", recovered ? "yes" : "no")]
+        return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: promotedAt, tookEffect: waiting > 0, note: note,
+                                  failedOver: true)
+    }
+
+    /// The primary crashed, its standby (its link thawed first) promoted, the old one fenced.
+    /// Returns when the standby was promoted.
+    private func crashAndPromote() async throws -> Date {
+        let old = set.primary
         set.crashPrimary()
         set.thawReplication()
         try await set.promoteStandby()
         let promotedAt = Date()
         try await set.fenceOldPrimary()
         await database.drop(old)
-        // The web tier's own commits that were waiting are gone: sent again.
+        return promotedAt
+    }
+
+    /// After a failover that lost commits: the web tier's writes since `injectedAt` are gone too
+    /// and sent again, as the apps would; the fenced slot is rebuilt as the standby once the fleet
+    /// finished a job on the new primary. Returns whether it did.
+    private func resendAndRebuild(since injectedAt: Date, promotedAt: Date) async throws -> Bool {
         await feeder.resend(since: injectedAt.addingTimeInterval(-1))
         let recovered = try await waitForAFinishedJob(after: promotedAt)
         try await set.rebuildStandby()
-        note += [("primary", "\(set.primary)"), ("fleet_found_new_primary", recovered ? "yes" : "no")]
-        return NemesisFaultRecord(planned: fault, injectedAt: injectedAt, healedAt: promotedAt, tookEffect: waiting > 0, note: note,
-                                  failedOver: true)
+        return recovered
     }
 
     private func finishedJobs(on client: PostgresClient, before instant: Date = .distantFuture) async throws -> Int {

@@ -19,21 +19,11 @@ final class NemesisFeedLog: Sendable {
 
     private let batches = Mutex<[Batch]>([])
     private let resent = Mutex(0)
-    /// Refunds to send again once their credit is in the ledger again: sent before the receipt
-    /// is credited again, a REFUND would find nothing to revoke.
-    private let refundsAgain = Mutex<[(index: Int, notification: String)]>([])
-
-    fileprivate func refundAgain(_ refunds: [(index: Int, notification: String)]) { refundsAgain.withLock { $0 += refunds } }
-    fileprivate func takeRefundsAgain() -> [(index: Int, notification: String)] {
-        refundsAgain.withLock { state in defer { state = [] }; return state }
-    }
 
     fileprivate func record(_ batch: Batch) { batches.withLock { $0.append(batch) } }
 
     /// Batches whose sending started at `instant` or later.
     func batches(since instant: Date) -> [Batch] { batches.withLock { $0.filter { $0.at >= instant } } }
-
-    fileprivate var hasRefundsAgain: Bool { refundsAgain.withLock { !$0.isEmpty } }
 
     fileprivate func countResent(_ count: Int) { resent.withLock { $0 += count } }
     var resentBatches: Int { resent.withLock { $0 } }
@@ -109,68 +99,23 @@ struct NemesisFeeder: Sendable {
                     }
                 }
                 if !batch.notifications.isEmpty {
-                    feed.failedBatches += await sendRefunds(batch)
+                    feed.failedBatches += await send(batch)
                     log.record(batch)
                     feed.refunded += batch.refunds.map(Self.transactionID)
                     toRefund.removeAll { batch.refunds.contains($0) }
                 }
             }
-            feed.failedBatches += await refundAgain()
             try? await Task.sleep(for: .milliseconds(100))
-        }
-        // Refunds a failover lost, whose receipts are being credited again.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline, log.hasRefundsAgain {
-            feed.failedBatches += await refundAgain()
-            try? await Task.sleep(for: .milliseconds(200))
         }
         return feed
     }
 
-    /// Sends again the refunds `resend` held back whose credits are in the ledger again.
-    private func refundAgain() async -> Int {
-        let waiting = log.takeRefundsAgain()
-        guard !waiting.isEmpty else { return 0 }
-        guard let credited = try? await credited(waiting.map(\.index)) else {
-            log.refundAgain(waiting)
-            return 0
-        }
-        let ready = waiting.filter { credited.contains(Self.transactionID($0.index)) }
-        log.refundAgain(waiting.filter { !credited.contains(Self.transactionID($0.index)) })
-        guard !ready.isEmpty else { return 0 }
-        return await sendRefunds(NemesisFeedLog.Batch(at: Date(), notifications: ready.map(\.notification), refunds: ready.map(\.index)))
-    }
-
-    /// Apple refunds only what it sold, and the feed refunds only what the ledger credited: each
-    /// REFUND is enqueued in one transaction with the check that its credit is there, on
-    /// whichever server is the primary now. One try: what was not enqueued (no credit there, as
-    /// after a failover that lost it, or the try failed) waits for the credit, as Apple's retry
-    /// of an unanswered notification comes hours later. Unchecked, a REFUND could reach a newly
-    /// promoted primary before the credit is made again there; the worker acknowledges a REFUND
-    /// of an uncredited transaction and keeps nothing of it.
-    private func sendRefunds(_ batch: NemesisFeedLog.Batch) async -> Int {
-        let refunds = Array(zip(batch.refunds, batch.notifications)).map { (index: $0.0, notification: $0.1) }
-        do {
-            let enqueued = Set(try await database.client.query("""
-                SELECT t, iap.enqueue_notification(p) FROM unnest($1::text[], $2::text[]) AS x(t, p)
-                WHERE EXISTS (SELECT 1 FROM iap.credits c WHERE c.transaction_id = x.t)
-                """, [batch.refunds.map(Self.transactionID), batch.notifications]).map { try $0.decode(String.self, at: 0) })
-            log.refundAgain(refunds.filter { !enqueued.contains(Self.transactionID($0.index)) })
-            return 0
-        } catch {
-            log.refundAgain(refunds)
-            return 1
-        }
-    }
-
-    /// Sends again, byte for byte, every batch sent since `instant` (each until it commits);
-    /// its refunds once their receipts are credited again.
+    /// Sends again, byte for byte, every batch sent since `instant` (each until it commits). A
+    /// REFUND may so reach the new primary before the credit it takes back is made again there:
+    /// the worker keeps it and revokes the credit when it lands.
     func resend(since instant: Date) async {
         let batches = log.batches(since: instant)
-        for batch in batches {
-            if !batch.indexes.isEmpty { _ = await send(NemesisFeedLog.Batch(at: batch.at, indexes: batch.indexes, receipts: batch.receipts)) }
-            log.refundAgain(Array(zip(batch.refunds, batch.notifications)).map { (index: $0.0, notification: $0.1) })
-        }
+        for batch in batches { _ = await send(batch) }
         log.countResent(batches.count)
     }
 
@@ -224,9 +169,11 @@ struct NemesisFeeder: Sendable {
                 ON CONFLICT (order_id) DO NOTHING
                 """, [ordered.map { "nx-o\($0)" }, ordered.map { "nx-u\($0)" }])
             // An empty order id is enqueued as none (the function's nullif).
-            return try await connection.query("""
+            _ = try await connection.query("""
                 SELECT count(iap.enqueue_receipt(u, o, r)) FROM unnest($1::text[], $2::text[], $3::text[]) AS x(u, o, r)
-                """, [users, orders, batch.receipts]).count
+                """, [users, orders, batch.receipts])
+            return try await connection.query("SELECT count(iap.enqueue_notification(p)) FROM unnest($1::text[]) AS p",
+                                              [batch.notifications]).count
         }
     }
 }

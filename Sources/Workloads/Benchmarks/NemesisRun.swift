@@ -64,7 +64,8 @@ struct NemesisRun: Sendable {
             ("receipts", "\(feed.ordered.count + feed.lostOrder.count)"), ("credited_exactly_once", "\(verdict.creditedExactlyOnce)"),
             ("lost", "\(verdict.lost)"), ("credited_twice", "\(verdict.creditedTwice)"),
             ("settled_jobs_ran_again", "\(verdict.settledJobsRanAgain)"), ("refunds", "\(feed.refunded.count)"),
-            ("refunds_not_applied", "\(verdict.refundsNotApplied)"), ("unfinished", "\(verdict.unfinished)"),
+            ("refunds_not_applied", "\(verdict.refundsNotApplied)"),
+            ("refunds_before_credit", "\(verdict.refundsBeforeCredit)"), ("unfinished", "\(verdict.unfinished)"),
             ("alerts_owed", "\(verdict.alertsOwed)"), ("alerts_missing", "\(verdict.alertsMissing)"),
             ("announcements_once", "\(verdict.total(\.once))"), ("announcements_missing", "\(verdict.total(\.missing))"),
             ("announcements_doubled", "\(verdict.total(\.doubled))"), ("announcements_phantom", "\(verdict.total(\.phantom))"),
@@ -141,9 +142,14 @@ struct NemesisRun: Sendable {
         }
     }
 
+    /// Unfinished jobs, and refunds kept before their credit whose credit has landed (the
+    /// leader's `refund_applier` revokes them within its interval).
     private func unfinished() async throws -> Int {
-        try await targets.database.client.query("SELECT count(*) FROM iap.jobs WHERE state IN ('queued', 'running', 'retrying', 'timed_out')")[0]
-            .decode(Int.self, at: 0)
+        try await targets.database.client.query("""
+            SELECT (SELECT count(*) FROM iap.jobs WHERE state IN ('queued', 'running', 'retrying', 'timed_out'))
+                 + (SELECT count(*) FROM iap.refunds_before_credit r
+                    WHERE r.applied_at IS NULL AND EXISTS (SELECT 1 FROM iap.credits c WHERE c.transaction_id = r.transaction_id))
+            """)[0].decode(Int.self, at: 0)
     }
 
     /// One line per fault: when (seconds into the feed), held how long, recovered how fast.
