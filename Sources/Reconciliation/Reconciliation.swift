@@ -39,18 +39,23 @@ public struct Reconciler: Sendable {
         self.recovery = recovery
     }
 
-    public func reconcile(_ day: ReportDay) async throws -> ReconciliationResult {
+    /// Under a leader's `term` every write carries it: written after the term ended in the
+    /// database, nothing changes (`LeaseEnded`).
+    public func reconcile(_ day: ReportDay, term: LeaderTerm? = nil) async throws -> ReconciliationResult {
         guard let (apple, noSales) = try await download(day) else {
             logger.info("reconciliation_not_available", ["day": .string(day.description)])
-            try await client.withConnection { try await store.saveOutcome(day, .notAvailable, noSales: false, on: $0) }
+            try await client.transaction { connection in
+                try await term?.check(on: connection)
+                try await store.saveOutcome(day, .notAvailable, noSales: false, on: connection)
+            }
             return ReconciliationResult(day: day, available: false, products: [])
         }
-        let checked = try await compare(day, apple, noSales: noSales)
+        let checked = try await compare(day, apple, noSales: noSales, term: term)
         logger.info("reconciliation_checked", ["day": .string(day.description), "products": .int(checked.products.count),
                                                "gaps": .int(checked.gaps.count), "alerts_raised": .int(checked.alertsRaised),
                                                "alerts_resolved": .int(checked.alertsResolved), "no_sales": .bool(noSales)])
         guard let recovery else { return checked }
-        return try await recoverShortfalls(checked, recovery)
+        return try await recoverShortfalls(checked, recovery, term: term)
     }
 
     /// Apple's report for `day` (empty for a day with no sales); nil while Apple has not published it.
@@ -64,8 +69,9 @@ public struct Reconciler: Sendable {
     }
 
     /// One transaction: the ledger's side, the day's rows, its gap alerts raised or resolved, its outcome.
-    private func compare(_ day: ReportDay, _ apple: SalesSummaryReport, noSales: Bool) async throws -> ReconciliationResult {
+    private func compare(_ day: ReportDay, _ apple: SalesSummaryReport, noSales: Bool, term: LeaderTerm?) async throws -> ReconciliationResult {
         let (checked, opened) = try await WitnessedTransaction(client: client).run { connection in
+            try await term?.check(on: connection)
             let products = Self.compare(apple.inAppUnits, try await store.ledger(day, on: connection))
             try await store.saveDays(day, products, on: connection)
             var result = ReconciliationResult(day: day, available: true, noSales: noSales, products: products)
@@ -87,15 +93,19 @@ public struct Reconciler: Sendable {
 
     /// Only a shortfall has buyers to look for; units credited that Apple never sold wait for support.
     /// What each pull found is added to the product-day's alert.
-    private func recoverShortfalls(_ checked: ReconciliationResult, _ recovery: GapRecovery) async throws -> ReconciliationResult {
+    private func recoverShortfalls(_ checked: ReconciliationResult, _ recovery: GapRecovery, term: LeaderTerm?) async throws -> ReconciliationResult {
         var result = checked
         let shortfalls = checked.gaps.filter { $0.gap > 0 }
         guard !shortfalls.isEmpty else { return result }
         result.notificationsEnqueued = await recovery.pullNotifications(of: checked.day)
         for product in shortfalls {
+            try term?.check()
             let counts = try await recovery.recover(product: product.productID, day: checked.day)
             result.recovered[product.productID] = counts
-            try await client.withConnection { try await store.noteRecovery(checked.day, product.productID, counts, on: $0) }
+            try await client.transaction { connection in
+                try await term?.check(on: connection)
+                try await store.noteRecovery(checked.day, product.productID, counts, on: connection)
+            }
         }
         return result
     }

@@ -43,7 +43,7 @@ public struct ReconciliationTask: MaintenanceTask {
     public func run(term: LeaderTerm) async throws {
         for day in Self.finishedDays(before: Date(), count: lookBackDays) {
             do {
-                metrics.record(try await reconciler.reconcile(day))
+                metrics.record(try await reconciler.reconcile(day, term: term))
             } catch let error as ReconciliationError {
                 reconciler.logger.warning("reconciliation_failed", ["day": .string(day.description), "reason": .string(error.apple.reason)])
             }

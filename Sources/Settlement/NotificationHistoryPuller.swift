@@ -108,7 +108,11 @@ public struct NotificationHistoryPuller: Sendable {
                 try stillLeading(term, counts)
                 let payloads = page.notificationHistory.compactMap(\.signedPayload).filter { !$0.isEmpty }
                 let next = page.hasMore ? page.paginationToken : nil
-                let created = try await client.transaction { try await save(payloads, next, $0) }
+                // The page and the cursor's move carry the term: saved after it ended, nothing is.
+                let created = try await client.transaction { connection in
+                    try await term?.check(on: connection)
+                    return try await save(payloads, next, connection)
+                }
                 counts.pages += 1
                 counts.notifications += payloads.count
                 counts.enqueued += created

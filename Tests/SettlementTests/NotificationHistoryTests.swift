@@ -119,6 +119,25 @@ final class NotificationHistoryTests: XCTestCase {
         await f.stop()
     }
 
+    /// A page read under a term that ended in the database (another process leads now) is not
+    /// saved: no job enqueued, the cursor not moved.
+    func testAPageOfAnEndedTermIsNotSaved() async throws {
+        let f = try await SettlementFixture(serverAPI: true)
+        _ = try await seed(f, paidUUID: UUID().uuidString, token: UUID())
+        let term = try await TakenOverTerm.make(f.client)
+        do {
+            _ = try await puller(f).pullIfDue(interval: 3600, budget: .seconds(30), term: term)
+            XCTFail("a page was saved under an ended term")
+        } catch {
+            XCTAssertTrue(error is LeaseEnded, "\(error)")
+        }
+        let jobs = try await notificationJobs(f)
+        XCTAssertEqual(jobs, 0)
+        let pages = try await f.client.query("SELECT pages FROM iap.notification_history_cursor")[0].decode(Int.self, at: 0)
+        XCTAssertEqual(pages, 0)
+        await f.stop()
+    }
+
     func testA429MidPaginationResumesFromTheSamePage() async throws {
         let f = try await SettlementFixture(serverAPI: true)
         let token = UUID()

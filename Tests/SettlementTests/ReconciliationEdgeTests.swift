@@ -4,6 +4,7 @@ import Foundation
 import HTTP
 import Observability
 import Postgres
+import Queue
 @testable import Reconciliation
 @testable import Settlement
 import TestSupport
@@ -39,6 +40,25 @@ final class ReconciliationEdgeTests: XCTestCase {
         XCTAssertEqual(clean.alertsResolved, 1)
         let cleanOutcome = try await h.outcome(pastDay)
         XCTAssertEqual(cleanOutcome, "clean/true")
+        await h.stop()
+    }
+
+    /// A reconciliation run whose leader's term ended in the database (another process leads now)
+    /// writes nothing: no gap alert, no day outcome.
+    func testAReconciliationOfAnEndedTermChangesNothing() async throws {
+        let h = try await ReconciliationHarness.start()
+        try await h.credit("forged-2", product: "coins_100", purchasedAt: pastDay.start.addingTimeInterval(3600))
+        let term = try await TakenOverTerm.make(h.client)
+        do {
+            _ = try await h.reconciler.reconcile(pastDay, term: term)
+            XCTFail("a reconciliation ran under an ended term")
+        } catch {
+            XCTAssertTrue(error is LeaseEnded, "\(error)")
+        }
+        let gaps = try await h.openGaps()
+        XCTAssertEqual(gaps, [:])
+        let outcome = try await h.outcome(pastDay)
+        XCTAssertNil(outcome)
         await h.stop()
     }
 
