@@ -197,7 +197,7 @@ final class ConsoleSignInHardeningTests: XCTestCase {
         XCTAssertTrue(old.hasPrefix("scrypt$12$8$1$"))
         let stronger = PasswordHasher(logN: 12, r: 8, p: 3)
         XCTAssertTrue(stronger.isStronger(than: old))
-        XCTAssertTrue(PasswordHasher.standard.isStronger(than: "scrypt$15$8$1$00$00"), "issue 23 raised the cost from N=2^15, p=1")
+        XCTAssertTrue(PasswordHasher.standard.isStronger(than: "scrypt$15$8$1$00$00"), "the cost was raised from N=2^15, p=1")
         let server = ConsoleServer(configuration: try ConsoleConfiguration(listen: "127.0.0.1:0", passwordHasher: stronger),
                                    client: harness.client, registry: MetricsRegistry(), logger: Logger(minimumLevel: .error, sink: harness.logs))
         let port = try server.start()
