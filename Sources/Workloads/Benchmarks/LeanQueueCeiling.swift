@@ -13,12 +13,17 @@ import Postgres
 /// gap between `sameWork` and our raw SQL is the price of our table (its indexes, the request
 /// read by the claim).
 ///
+/// A third shape, `stateBeside`, is the yardstick for our own design in plain SQL: the queue's
+/// state beside the table (a jobs table with only its primary key, at fillfactor 50, and a ready
+/// set of ids), claimed by deleting from the ready set and marking the jobs running in one
+/// statement, completed by one UPDATE. Nothing else: no lease rows, no witness, no NOTIFY.
+///
 /// The claims pass the picked ids to the UPDATE as one array, as ours does (`QueueStore.claimSQL`):
 /// joined as a relation (`FROM picked WHERE q.id = picked.id`) the planner hashes the whole
 /// table for every claim, and the ceiling would understate what the table allows; PGQueuer's
 /// own `= ANY(SELECT id FROM picked)` also plans worse than the array.
 struct LeanQueueCeiling: Sendable {
-    enum Shape: Sendable { case bare, sameWork }
+    enum Shape: Sendable { case bare, sameWork, stateBeside }
 
     let client: PostgresClient
     let batch: Int
@@ -44,6 +49,39 @@ struct LeanQueueCeiling: Sendable {
         CREATE INDEX queue_runnable ON bench_lean.queue (run_at, id) WHERE state = 'queued';
         """
     static let fillSQL = "INSERT INTO bench_lean.queue (payload) SELECT 'bm9vcA==' FROM generate_series(1, $1::int)"
+
+    static let besideCreateSQL = """
+        DROP SCHEMA IF EXISTS bench_lean CASCADE;
+        CREATE SCHEMA bench_lean;
+        CREATE TABLE bench_lean.jobs (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            state text NOT NULL DEFAULT 'queued',
+            attempts int NOT NULL DEFAULT 0,
+            leased_by text NULL,
+            lease_expires_at timestamptz NULL,
+            outcome text NULL,
+            payload text NOT NULL
+        ) WITH (fillfactor = 50);
+        CREATE TABLE bench_lean.ready (id bigint PRIMARY KEY);
+        """
+    static let besideFillSQL = """
+        WITH made AS (INSERT INTO bench_lean.jobs (payload) SELECT 'bm9vcA==' FROM generate_series(1, $1::int) RETURNING id)
+        INSERT INTO bench_lean.ready (id) SELECT id FROM made
+        """
+    static let besideClaimSQL = """
+        WITH c AS (DELETE FROM bench_lean.ready WHERE id = ANY(ARRAY(SELECT id FROM bench_lean.ready ORDER BY id
+                     LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING id),
+        u AS (UPDATE bench_lean.jobs j SET state = 'running', attempts = attempts + 1, leased_by = $2,
+                     lease_expires_at = now() + interval '60 s'
+              WHERE j.id = ANY(ARRAY(SELECT id FROM c)) RETURNING j.id)
+        SELECT id FROM u
+        -- receipt-worker: plain-claim
+        """
+    static let besideCompleteSQL = """
+        UPDATE bench_lean.jobs SET state = 'done', outcome = 'credited', leased_by = NULL, lease_expires_at = NULL
+        WHERE id = ANY($1::bigint[])
+        -- receipt-worker: plain-completion
+        """
 
     static let bareClaimSQL = """
         WITH picked AS (
@@ -83,11 +121,15 @@ struct LeanQueueCeiling: Sendable {
 
     /// The same, with the drain's CPU per job (this process, the client; and the server).
     func measureWithCPU(jobs: Int) async throws -> (jobsPerSecond: Double, cpu: CPUPerJob) {
-        let (claimSQL, completeSQL) = shape == .bare ? (Self.bareClaimSQL, Self.bareCompleteSQL)
-                                                     : (Self.sameWorkClaimSQL, Self.sameWorkCompleteSQL)
-        try await client.withConnection { try await $0.execute(script: Self.createSQL) }
-        _ = try await client.query(Self.fillSQL, [jobs])
-        _ = try await client.query("VACUUM ANALYZE bench_lean.queue")
+        let (claimSQL, completeSQL) = switch shape {
+        case .bare: (Self.bareClaimSQL, Self.bareCompleteSQL)
+        case .sameWork: (Self.sameWorkClaimSQL, Self.sameWorkCompleteSQL)
+        case .stateBeside: (Self.besideClaimSQL, Self.besideCompleteSQL)
+        }
+        let beside = shape == .stateBeside
+        try await client.withConnection { try await $0.execute(script: beside ? Self.besideCreateSQL : Self.createSQL) }
+        _ = try await client.query(beside ? Self.besideFillSQL : Self.fillSQL, [jobs])
+        _ = try await client.query(beside ? "VACUUM ANALYZE bench_lean.jobs, bench_lean.ready" : "VACUUM ANALYZE bench_lean.queue")
         // The clock runs inside the CPU counters: reading /proc takes milliseconds.
         let (seconds, cpu) = try await CPUPerJob.measure(jobs: jobs, server: server) {
             let started = ContinuousClock.now
@@ -106,7 +148,7 @@ struct LeanQueueCeiling: Sendable {
                     while true {
                         let ids = try await client.query(claimSQL, [batch, worker]).map { try $0.decode(Int.self, at: 0) }
                         if ids.isEmpty { return }
-                        _ = try await client.query(completeSQL, [ids, worker])
+                        _ = try await client.query(completeSQL, shape == .stateBeside ? [ids] : [ids, worker])
                     }
                 }
             }

@@ -33,7 +33,8 @@ public struct QueueBenchmark: Sendable {
             let statistics = StatementStatistics(client: client)
             let activity = TableActivity(client: client, table: "iap.job_queue")
             let server = await DatabaseServerCPU.locate(client)
-            var rounds: [(drain: Double, lean: Double, sameWork: Double, drainCPU: CPUPerJob, leanCPU: CPUPerJob)] = []
+            var rounds: [(drain: Double, lean: Double, sameWork: Double, plain: Double, drainCPU: CPUPerJob, leanCPU: CPUPerJob,
+                          plainCPU: CPUPerJob)] = []
             var cost = TableActivity.Delta()
             let counting = await statistics.reset() // the drains' statements, every round (the lean ones are labelled apart)
             for round in 0..<context.number("rounds", default: 3) {
@@ -51,14 +52,29 @@ public struct QueueBenchmark: Sendable {
                 let (lean, leanCPU) = try await LeanQueueCeiling(client: client, batch: claimBatch, server: server).measureWithCPU(jobs: jobs)
                 // The lean table doing our duties, in the same minute (its ratio is meaningless across minutes).
                 let sameWork = try await LeanQueueCeiling(client: client, batch: claimBatch, shape: .sameWork).measure(jobs: jobs)
-                rounds.append((drain, lean, sameWork, drainCPU, leanCPU))
+                // The yardstick: our own design (state beside the table) in plain SQL and nothing else.
+                let (plain, plainCPU) = try await LeanQueueCeiling(client: client, batch: claimBatch, shape: .stateBeside, server: server)
+                    .measureWithCPU(jobs: jobs)
+                rounds.append((drain, lean, sameWork, plain, drainCPU, leanCPU, plainCPU))
                 BenchReport.line("queue", "round", [("round", "\(round + 1)"), ("drain_jobs_per_s", BenchReport.figure(drain)),
                                  ("lean_ceiling_jobs_per_s", BenchReport.figure(lean)), ("drain_to_lean_ceiling_ratio", String(format: "%.2f", drain / lean)),
-                                 ("lean_same_work_jobs_per_s", BenchReport.figure(sameWork)), ("drain_to_lean_same_work_ratio", String(format: "%.2f", drain / sameWork))]
-                                 + cpuFields(drain: drainCPU, lean: leanCPU))
+                                 ("lean_same_work_jobs_per_s", BenchReport.figure(sameWork)), ("drain_to_lean_same_work_ratio", String(format: "%.2f", drain / sameWork)),
+                                 ("plain_sql_jobs_per_s", BenchReport.figure(plain)), ("drain_to_plain_sql_ratio", String(format: "%.2f", drain / plain))]
+                                 + cpuFields(drain: drainCPU, lean: leanCPU)
+                                 + (plainCPU.database.map { [("plain_sql_db_cpu_us_per_job", BenchReport.figure($0))] } ?? [])
+                                 + [("plain_sql_client_cpu_us_per_job", BenchReport.figure(plainCPU.process))])
             }
             let drain = BenchReport.median(rounds.map(\.drain))
             let lean = BenchReport.median(rounds.map(\.lean))
+            let plainDatabase = rounds.compactMap(\.plainCPU.database), drainDatabase = rounds.compactMap(\.drainCPU.database)
+            BenchReport.line("queue", "plain_sql_yardstick", [
+                ("plain_sql_jobs_per_s", BenchReport.figure(BenchReport.median(rounds.map(\.plain)))),
+                ("drain_to_plain_sql_ratio", String(format: "%.2f", BenchReport.median(rounds.map { $0.drain / $0.plain }))),
+                ("worker_cpu_us_per_job", BenchReport.figure(BenchReport.median(rounds.map(\.drainCPU.process)))),
+                ("plain_sql_client_cpu_us_per_job", BenchReport.figure(BenchReport.median(rounds.map(\.plainCPU.process))))]
+                + (plainDatabase.isEmpty || drainDatabase.isEmpty ? [] : [
+                    ("plain_sql_db_cpu_us_per_job", BenchReport.figure(BenchReport.median(plainDatabase))),
+                    ("drain_db_cpu_us_per_job", BenchReport.figure(BenchReport.median(drainDatabase)))]))
             BenchReport.line("queue", "drain", ["drain_jobs_per_s": BenchReport.figure(drain), "processes": "1", "concurrency": "\(concurrency)",
                              "claim_batch": "\(claimBatch)", "rounds": "\(rounds.count)", "peak_rss_mb": BenchReport.figure(ResourceUsage.peakRSSMiB())])
             // Ours and the lean table's cost in database CPU alone, the bound of a fleet whose workers run
