@@ -3,20 +3,20 @@ import Foundation
 import Glibc
 #endif
 
-struct CommandError: Error, CustomStringConvertible {
-    let description: String
+public struct CommandError: Error, CustomStringConvertible {
+    public let description: String
 }
 
-/// Runs short-lived helper programs (initdb, pg_ctl) to completion.
+/// Runs short-lived helper programs (initdb, pg_ctl; wrk for `bench ingest --wrk`) to completion.
 ///
 /// Not Foundation's `Process`: on Linux it notices a child's exit through a descriptor
 /// that the child's own children inherit, so `pg_ctl start` (which leaves the server
 /// running) would never be seen to finish. posix_spawn + waitpid has no such tie; the
 /// descriptors we open ourselves are close-on-exec.
-enum CommandRunner {
+public enum CommandRunner {
     /// Runs `arguments` (absolute executable first); returns its output, throws on failure.
     @discardableResult
-    static func run(_ arguments: [String]) throws -> String {
+    public static func run(_ arguments: [String]) throws -> String {
         let outputPath = NSTemporaryDirectory() + "receipt-worker-cmd-\(UUID().uuidString).log"
         defer { unlink(outputPath) }
         let pid = try spawn(arguments, outputPath: outputPath)
@@ -72,7 +72,7 @@ enum CommandRunner {
     }
 
     /// Runs blocking work on its own thread so async callers never block the cooperative pool.
-    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    public static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             Thread { continuation.resume(with: Result { try work() }) }.start()
         }

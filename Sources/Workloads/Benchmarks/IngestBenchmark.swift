@@ -8,6 +8,7 @@ import Postgres
 /// `bench ingest`: committed receipts per second through the HTTP API (an in-process
 /// `IngestServer` driven by keep-alive clients), then NDJSON lines per second through `BulkLoader`.
 /// `--jobs N` sets the HTTP requests (default 30000), `--concurrency N` the client connections (default 64).
+/// With `--wrk` the HTTP API is driven by wrk from outside instead, for `--seconds` (default 15).
 public struct IngestBenchmark: Sendable {
     let context: BenchContext
 
@@ -15,6 +16,8 @@ public struct IngestBenchmark: Sendable {
 
     static let targetCommittedPerSecond = 5_000.0
     static let targetP99Milliseconds = 50.0
+    static let wrkTargetPerSecond = 10_000.0
+    static let wrkTargetP99Milliseconds = 20.0
     static let targetLinesPerSecond = 50_000.0
     static let ndjsonLines = 200_000
 
@@ -36,7 +39,11 @@ public struct IngestBenchmark: Sendable {
                                  "db_connections": "\(context.databasePoolSize)"])
                 // A tag of our own: with DATABASE_URL the rows are told apart from real ones, and removed after.
                 let tag = "bench-ingest-" + UUID().uuidString.prefix(8).lowercased()
-                try await measure(client, url: url, tag: tag, requests: requests, clients: clients)
+                if context.decimals["wrk"] != nil {
+                    try await measureWithWrk(client, url: url, tag: tag, clients: clients, seconds: context.number("seconds", default: 15))
+                } else {
+                    try await measure(client, url: url, tag: tag, requests: requests, clients: clients)
+                }
                 if cluster == nil { _ = try await client.query(Self.removeJobsSQL, [tag + "-%"]) }
             } catch {
                 await client.close()
@@ -133,6 +140,48 @@ public struct IngestBenchmark: Sendable {
         return HTTPResult(committedPerSecond: Double(requests - measured.errors) / seconds,
                           p50: BenchReport.percentile(latencies, 0.50), p99: BenchReport.percentile(latencies, 0.99), errors: measured.errors,
                           bodyBytes: bodies.first?.count ?? 0, warmup: warmup, cpuMicrosPerRequest: cpu / Double(requests) * 1e6)
+    }
+
+    // MARK: wrk
+
+    /// The in-process server, wrk outside: a warm-up run, then the measured one. The CPU per
+    /// request is this process's (the server alone: the client is wrk) and PostgreSQL's.
+    private func measureWithWrk(_ client: PostgresClient, url: String, tag: String, clients: Int, seconds: Int) async throws {
+        guard IngestLoadByWrk.isInstalled else { throw WorkloadError("bench ingest --wrk needs \(IngestLoadByWrk.executable) (apt-get install wrk)") }
+        let token = UUID().uuidString
+        let database = PostgresClient(conninfo: url, maxConnections: context.databasePoolSize, applicationName: "receipt-worker-bench-ingest")
+        let server = try IngestServer(configuration: .init(listen: "127.0.0.1:0", token: token), database: database,
+                                      logger: Logger(minimumLevel: .warning))
+        let port = try server.start()
+        let minted = Self.receiptLine(tag: tag, index: 0).split(separator: "\"").dropLast().last.map(String.init) ?? ""
+        let unpadded = minted.filter { $0 != "=" }
+        let load = IngestLoadByWrk(port: port, token: token, connections: clients,
+                                   receiptPrefix: String(unpadded.prefix(unpadded.count / 4 * 4)))
+        let databaseCPU = await DatabaseServerCPU.locate(client)
+        do {
+            _ = try await load.run(tag: tag + "-w0", seconds: 2)
+            let (result, cpuSeconds) = try await CPUPerJob.measure(jobs: 1_000_000, server: databaseCPU) {
+                try await load.run(tag: tag + "-w1", seconds: seconds)
+            }
+            let rows = try await client.query("SELECT count(*) FROM iap.jobs WHERE user_id LIKE $1", [tag + "-w1-%"])[0].decode(Int.self, at: 0)
+            // measure() divided by a million: back to seconds, then per request.
+            let perRequest = { (value: Double) in value / Double(max(1, result.requests)) }
+            BenchReport.line("ingest", "wrk", [
+                ("requests_per_s", BenchReport.figure(result.requestsPerSecond)), ("p50_ms", BenchReport.figure(result.p50Milliseconds)),
+                ("p99_ms", BenchReport.figure(result.p99Milliseconds)), ("errors", "\(result.errors)"), ("requests", "\(result.requests)"),
+                ("rows_committed", "\(rows)"), ("connections", "\(clients)"), ("wrk_threads", "1"), ("seconds", "\(seconds)"),
+                ("ingest_cpu_us_per_request", BenchReport.figure(perRequest(cpuSeconds.process * 1e6)))]
+                + (cpuSeconds.database.map { [("db_cpu_us_per_request", BenchReport.figure(perRequest($0 * 1e6)))] } ?? [])
+                + [("target", ">=\(Int(Self.wrkTargetPerSecond))/s p99<\(Int(Self.wrkTargetP99Milliseconds))ms"),
+                   ("meets_target", verdict(result.requestsPerSecond >= Self.wrkTargetPerSecond
+                                            && result.p99Milliseconds < Self.wrkTargetP99Milliseconds && result.errors == 0))])
+        } catch {
+            await server.shutdown(grace: .seconds(2))
+            await database.close()
+            throw error
+        }
+        await server.shutdown(grace: .seconds(2))
+        await database.close()
     }
 
     // MARK: NDJSON

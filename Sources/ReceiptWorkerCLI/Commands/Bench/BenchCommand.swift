@@ -10,7 +10,7 @@ enum BenchCommand {
     static let spec = CommandSpec(
         name: "bench",
         summary: "Benchmarks, one result line each: queue (throughput direct and through PgBouncer, raw-SQL ceiling and the lean ceiling of a one-index queue table, claim and completion time per job, HOT updates and WAL per job, NOTIFY latency, idle cost), apple (verify+credit via apple-sim, against the raw-SQL money-path ceiling), ingest, soak (faults), chaos (every database connection frozen mid-run), transport (the HTTP clients at 2,000 in flight), console (every support console page at 1,000,000 jobs), appstore (the fleet-wide App Store Server API limit, history backfill), reconcile (a day of 1,000,000 purchases against Apple's sales summary), nemesis (a seeded schedule of faults, failovers included, against a primary with a standby; an exactly-once check).",
-        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore|reconcile|nemesis [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--rounds N] [--seconds N] [--in-flight N] [--seed N] [--pace X] [--durable]",
+        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore|reconcile|nemesis [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--rounds N] [--seconds N] [--in-flight N] [--seed N] [--pace X] [--durable] [--wrk]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
@@ -23,6 +23,7 @@ enum BenchCommand {
             CommandFlag(name: "seed", takesValue: true, help: "nemesis: the fault schedule's seed, 0 or more (default: drawn at random and printed; the same seed, the same schedule)"),
             CommandFlag(name: "pace", takesValue: true, help: "nemesis: scales every fault's hold and calm (default 1; printed with the seed)"),
             CommandFlag(name: "durable", takesValue: false, help: "nemesis: the primary and standby flush to disk (fsync on; default off)"),
+            CommandFlag(name: "wrk", takesValue: false, help: "ingest: drive the HTTP API with wrk from outside (1 thread, --concurrency connections, --seconds, default 15)"),
         ],
         positionals: 1...1,
         actions: benchmarks)
@@ -36,6 +37,7 @@ enum BenchCommand {
         var given = try decimals(runtime)
         // A switch travels as 1 among the decimals.
         if runtime.options.has("durable") { given["durable"] = 1 }
+        if runtime.options.has("wrk") { given["wrk"] = 1 }
         let decimals = given
         if name == "transport" {
             return try await TransportBenchmark(context: BenchContext(databaseURL: "", cluster: nil, migrator: nil, numbers: numbers,
