@@ -149,6 +149,35 @@ final class MigrationAndSchemaTests: XCTestCase {
         await client.close()
     }
 
+    /// A batch is written as one set: one row back per input in order, a duplicate inside the
+    /// batch or of an earlier job gets the first job's id and `created` false, every new job is
+    /// queued and in the ready set, and one bad row refuses the whole batch.
+    func testABatchEnqueueAnswersEveryRowInOrder() async throws {
+        let client = PostgresClient(conninfo: try await TestDatabase.fresh())
+        let earlier = try await client.query("SELECT iap.enqueue_receipt('u0', 'o0', 'QUFBQQ==')")[0].decode(Int.self, at: 0)
+        func batch(_ users: [String?], _ orders: [String?], _ payloads: [String]) async throws -> [(ordinal: Int, id: Int, created: Bool)] {
+            try await client.query("SELECT ordinal, job_id, created FROM iap.enqueue_jobs($1, $2, $3, $4, $5)", [
+                users.map { _ in "receipt" }, users, orders, users.map { _ in String?.none }, payloads,
+            ]).map { (try $0.decode(at: 0), try $0.decode(at: 1), try $0.decode(at: 2)) }
+        }
+        let rows = try await batch(["u1", "u0", "u1", "u2"], ["o1", "o0", "o1", nil], ["QkJCQg==", "QUFBQQ==", "QkJCQg==", "Q0NDQw=="])
+        XCTAssertEqual(rows.map(\.ordinal), [1, 2, 3, 4])
+        XCTAssertEqual(rows.map(\.created), [true, false, false, true])
+        XCTAssertEqual(rows[1].id, earlier)
+        XCTAssertEqual(rows[2].id, rows[0].id)
+        let ready = try await client.query("SELECT count(*) FROM iap.job_ready WHERE id = ANY($1)", [[rows[0].id, rows[3].id]])[0].decode(Int.self, at: 0)
+        XCTAssertEqual(ready, 2)
+        do {
+            _ = try await batch(["u3", ""], ["o3", "o4"], ["RERERA==", "RUVFRQ=="])
+            XCTFail("a batch with an empty user id was accepted")
+        } catch let error as PostgresError {
+            XCTAssertEqual(error.sqlState, "22023")
+        }
+        let partial = try await client.query("SELECT count(*) FROM iap.jobs WHERE user_id = 'u3'")[0].decode(Int.self, at: 0)
+        XCTAssertEqual(partial, 0)
+        await client.close()
+    }
+
     /// Completion finds its jobs by lease holder alone; the schema guarantees that a lease
     /// means 'running' and 'running' means a lease.
     func testALeaseExistsExactlyWhileAJobRuns() async throws {
