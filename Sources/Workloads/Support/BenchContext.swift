@@ -14,6 +14,8 @@ public struct BenchContext: Sendable {
     public let numbers: [String: Int]
     /// Decimal flags already checked to be positive (`pace`), by name; a switch given (`durable`) is 1.
     public let decimals: [String: Double]
+    /// Text flags already checked (`apple-url`), by name.
+    public let texts: [String: String]
     public let logger: Logger
     /// `DATABASE_POOL_SIZE` of the processes measured.
     public let databasePoolSize: Int
@@ -21,13 +23,14 @@ public struct BenchContext: Sendable {
     public let binaryPath: String
 
     public init(databaseURL: String, cluster: PrivateCluster?, migrator: Migrator?, numbers: [String: Int],
-                decimals: [String: Double] = [:], logger: Logger, databasePoolSize: Int = 4,
+                decimals: [String: Double] = [:], texts: [String: String] = [:], logger: Logger, databasePoolSize: Int = 4,
                 binaryPath: String = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path) {
         self.databaseURL = databaseURL
         self.cluster = cluster
         self.migrator = migrator
         self.numbers = numbers
         self.decimals = decimals
+        self.texts = texts
         self.logger = logger
         self.databasePoolSize = databasePoolSize
         self.binaryPath = binaryPath

@@ -10,7 +10,7 @@ enum BenchCommand {
     static let spec = CommandSpec(
         name: "bench",
         summary: "Benchmarks, one result line each: queue (throughput direct and through PgBouncer, raw-SQL ceiling and the lean ceiling of a one-index queue table, claim and completion time per job, HOT updates and WAL per job, NOTIFY latency, idle cost), apple (verify+credit via apple-sim, against the raw-SQL money-path ceiling), ingest, soak (faults), chaos (every database connection frozen mid-run), transport (the HTTP clients at 2,000 in flight), console (every support console page at 1,000,000 jobs), appstore (the fleet-wide App Store Server API limit, history backfill), reconcile (a day of 1,000,000 purchases against Apple's sales summary), nemesis (a seeded schedule of faults, failovers included, against a primary with a standby; an exactly-once check).",
-        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore|reconcile|nemesis [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--rounds N] [--seconds N] [--in-flight N] [--seed N] [--pace X] [--durable] [--wrk]",
+        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore|reconcile|nemesis [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--rounds N] [--seconds N] [--in-flight N] [--seed N] [--pace X] [--durable] [--wrk] [--apple-url URL]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
@@ -23,6 +23,7 @@ enum BenchCommand {
             CommandFlag(name: "seed", takesValue: true, help: "nemesis: the fault schedule's seed, 0 or more (default: drawn at random and printed; the same seed, the same schedule)"),
             CommandFlag(name: "pace", takesValue: true, help: "nemesis: scales every fault's hold and calm (default 1; printed with the seed)"),
             CommandFlag(name: "durable", takesValue: false, help: "nemesis: the primary and standby flush to disk (fsync on; default off)"),
+            CommandFlag(name: "apple-url", takesValue: true, help: "apple: in the 3 s phase, verify against this verifyReceipt URL (a fake Apple outside the product, on loopback, e.g. scripts/fake-apple.py) instead of apple-sim"),
             CommandFlag(name: "wrk", takesValue: false, help: "ingest: drive the HTTP API with wrk from outside (1 thread, --concurrency connections, --seconds, default 15)"),
         ],
         positionals: 1...1,
@@ -39,6 +40,7 @@ enum BenchCommand {
         if runtime.options.has("durable") { given["durable"] = 1 }
         if runtime.options.has("wrk") { given["wrk"] = 1 }
         let decimals = given
+        let texts = try texts(runtime)
         if name == "transport" {
             return try await TransportBenchmark(context: BenchContext(databaseURL: "", cluster: nil, migrator: nil, numbers: numbers,
                                                                       logger: runtime.logger)).run()
@@ -61,8 +63,17 @@ enum BenchCommand {
         let migrator = try MigrateCommand.loadMigrator(runtime)
         return try await EmbeddedDatabase.withDatabase(runtime, statementStatistics: true) { url, cluster in
             try await workload(BenchContext(databaseURL: url, cluster: cluster, migrator: migrator, numbers: numbers,
-                                            decimals: decimals, logger: runtime.logger, databasePoolSize: runtime.databasePoolSize))
+                                            decimals: decimals, texts: texts, logger: runtime.logger, databasePoolSize: runtime.databasePoolSize))
         }
+    }
+
+    /// The text flags given, each checked.
+    private static func texts(_ runtime: Runtime) throws -> [String: String] {
+        guard let text = runtime.options.flag("apple-url") else { return [:] }
+        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+            throw UsageError("invalid --apple-url '\(text)': must be an http or https URL")
+        }
+        return ["apple-url": text]
     }
 
     /// The numeric flags given, each a positive whole number.
