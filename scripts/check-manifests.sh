@@ -32,12 +32,11 @@ write_rule() {
 }
 if [ "${1:-}" = --write-prometheus-rule ]; then write_rule; say "wrote $K8S/prometheusrule.yaml"; exit 0; fi
 
-command -v kubernetes-validate >/dev/null 2>&1 || python3 -c 'import kubernetes_validate' 2>/dev/null \
-    || missing "kubernetes-validate (python3 -m pip install kubernetes-validate)"
+python3 -c 'import kubernetes_validate' 2>/dev/null || missing "kubernetes-validate (python3 -m pip install kubernetes-validate)"
 python3 -c 'import yaml' 2>/dev/null || missing "PyYAML (python3 -m pip install pyyaml)"
 command -v promtool >/dev/null 2>&1 || missing "promtool (apt-get install prometheus)"
 command -v systemd-analyze >/dev/null 2>&1 || missing "systemd-analyze (apt-get install systemd)"
-validate() { if command -v kubernetes-validate >/dev/null 2>&1; then kubernetes-validate "$@"; else python3 -m kubernetes_validate "$@"; fi; }
+validate() { python3 -m kubernetes_validate "$@"; }
 WORK=$(mktemp -d /tmp/receipt-worker-manifests.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
