@@ -10,10 +10,9 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
         --encoding=UTF8 --locale=C.UTF-8 -D "$PGDATA" >/dev/null
     rm -f "$pwfile"
     echo "host all all all scram-sha-256" >> "$PGDATA/pg_hba.conf"
+    # Single-user mode: no server answers (or looks ready to a health check) before the real one.
     if [ "$POSTGRES_DB" != postgres ]; then
-        pg_ctl -D "$PGDATA" -o "-c listen_addresses=''" -w start >/dev/null
-        createdb --username="$POSTGRES_USER" "$POSTGRES_DB"
-        pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
+        printf 'CREATE DATABASE "%s" OWNER "%s"\n' "$POSTGRES_DB" "$POSTGRES_USER" | postgres --single -D "$PGDATA" postgres >/dev/null
     fi
 fi
 exec postgres -D "$PGDATA" -c listen_addresses='*' "$@"
