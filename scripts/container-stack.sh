@@ -48,6 +48,21 @@ step() {  # step NAME: prints how long the previous step took, then names the ne
 for tool in podman buildah podman-compose curl; do
     command -v "$tool" >/dev/null 2>&1 || cannot "$tool is not installed (apt-get install podman buildah runc debootstrap podman-compose curl)"
 done
+cleanup() {
+    local code=$?
+    if [ "${KEEP_STACK:-0}" != 1 ] && [ -n "${STACK_UP:-}" ]; then
+        [ "$code" != 0 ] && { say "logs of the stack (last lines of each):"; for c in $(podman ps -a --filter "label=io.podman.compose.project=$PROJECT" --format '{{.Names}}'); do echo "--- $c"; podman logs --tail 15 "$c" 2>&1 | cut -c1-400; done; }
+        "${COMPOSE[@]}" down -v -t 30 >"$WORK/down.log" 2>&1 || true
+        podman network rm -f "${PROJECT}_default" >/dev/null 2>&1 || true
+        podman volume rm -f "${PROJECT}_pgdata" >/dev/null 2>&1 || true
+        left=$(podman ps -a --filter "label=io.podman.compose.project=$PROJECT" --format '{{.Names}}' | wc -l)
+        [ "$left" = 0 ] || { say "containers left after down: $left"; code=1; }
+    fi
+    [ -n "${WORK:-}" ] && rm -rf "$WORK"
+    say "total $(( $(date +%s) - STARTED )) s"
+    exit "$code"
+}
+trap cleanup EXIT
 WORK=$(mktemp -d /tmp/receipt-worker-stack.XXXXXX)
 if [ -z "${CONTAINERS_CONF:-}" ]; then
     # runc, not crun (crun refuses cgroups in hybrid mode); limits no higher than this machine
@@ -64,21 +79,6 @@ if [ -z "${CONTAINERS_CONF:-}" ]; then
 fi
 podman info >/dev/null 2>"$WORK/podman-info.err" || cannot "podman info failed: $(head -1 "$WORK/podman-info.err")"
 
-cleanup() {
-    local code=$?
-    if [ "${KEEP_STACK:-0}" != 1 ] && [ -n "${STACK_UP:-}" ]; then
-        [ "$code" != 0 ] && { say "logs of the stack (last lines of each):"; for c in $(podman ps -a --filter "label=io.podman.compose.project=$PROJECT" --format '{{.Names}}'); do echo "--- $c"; podman logs --tail 15 "$c" 2>&1 | cut -c1-400; done; }
-        "${COMPOSE[@]}" down -v -t 30 >"$WORK/down.log" 2>&1 || true
-        podman network rm -f "${PROJECT}_default" >/dev/null 2>&1 || true
-        podman volume rm -f "${PROJECT}_pgdata" >/dev/null 2>&1 || true
-        left=$(podman ps -a --filter "label=io.podman.compose.project=$PROJECT" --format '{{.Names}}' | wc -l)
-        [ "$left" = 0 ] || { say "containers left after down: $left"; code=1; }
-    fi
-    rm -rf "$WORK"
-    say "total $(( $(date +%s) - STARTED )) s"
-    exit "$code"
-}
-trap cleanup EXIT
 
 # ---- 1. the release binary --------------------------------------------------------------------
 step "release binary"

@@ -52,10 +52,11 @@ final class DeploymentTests: XCTestCase {
         return result
     }
 
-    /// Exit code 3: the script could not run here (a tool or a privilege is missing; its last line says which).
+    /// Exit code 3: the script could not run here (a tool or a privilege is missing; one line says which).
     static func unlessUnavailable(_ result: (code: Int32, stdout: String, stderr: String)) throws {
         guard result.code == 3 else { return }
-        let line = result.stdout.split(separator: "\n").last.map(String.init) ?? "exit code 3"
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        let line = lines.first { $0.contains("cannot run containers here") || $0.contains("missing tool") } ?? lines.last ?? "exit code 3"
         try unavailable(line)
     }
 
