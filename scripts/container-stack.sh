@@ -139,10 +139,9 @@ podman build -q --format docker --network=host -f docker/Dockerfile --target pre
 for pair in db:postgres prometheus:prometheus; do
     service=${pair%%:*} ci=${pair#*:}
     image=$(awk -v s="$service" '$1 == s":" {found=1} found && $1 == "image:" {print $2; exit}' docker/compose.ci.yaml)
-    if ! podman image exists "$image"; then
-        podman build -q --format docker --network=host -f "docker/ci/$ci.Containerfile" --build-arg "BASE_IMAGE=$BASE_IMAGE" \
-            -t "$image" docker/ci >/dev/null || fail "podman build docker/ci/$ci.Containerfile"
-    fi
+    # Built every time: podman's layer cache makes an unchanged one take a second.
+    podman build -q --format docker --network=host -f "docker/ci/$ci.Containerfile" --build-arg "BASE_IMAGE=$BASE_IMAGE" \
+        -t "$image" docker/ci >/dev/null || fail "podman build docker/ci/$ci.Containerfile"
 done
 size=$(podman image inspect --format '{{.Size}}' receipt-worker:local)
 base_size=$(podman image inspect --format '{{.Size}}' "$BASE_IMAGE")
@@ -188,7 +187,11 @@ for w in "${WORKERS[@]}"; do
     for _ in $(seq 60); do http_in "$w" 9464 /readyz 2>/dev/null | head -1 | grep -q ' 200' && break; sleep 1; done
     http_in "$w" 9464 /readyz | head -1 | grep -q ' 200' || fail "$w: /readyz is not 200"
 done
-say "up: ${SERVICES[*]} (work × ${#WORKERS[@]})"
+# The image's HEALTHCHECK (GET /healthz on HEALTH_PORT) as the engine runs it.
+for c in "${WORKERS[@]}" "${PROJECT}_ingest_1" "${PROJECT}_console_1"; do
+    podman healthcheck run "$c" >/dev/null 2>&1 || fail "$c: the image's HEALTHCHECK does not pass"
+done
+say "up: ${SERVICES[*]} (work × ${#WORKERS[@]}); HEALTHCHECK passes in work, ingest, console"
 
 # ---- 5. the probe ----------------------------------------------------------------------------
 step "receipts"
