@@ -288,7 +288,7 @@ curl -s -o "$WORK/home.html" -w '%{http_code}' -H "Cookie: $session" http://127.
 say "console: signed in as ci-operator over HTTP"
 
 if [ "${KEEP_STACK:-0}" = 1 ]; then
-    step "done (the stack is left running: ${COMPOSE[*]} down -v)"
+    step "done (the stack is left running; to stop it: INGEST_TOKEN=... ${COMPOSE[*]} down -v && podman network rm ${PROJECT}_default)"
     exit 0
 fi
 step "down"
