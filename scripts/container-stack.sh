@@ -156,7 +156,10 @@ podman run --rm receipt-worker:local --help >/dev/null || fail "the binary does 
 # ---- 4. the stack ----------------------------------------------------------------------------
 step "stack up"
 STACK_UP=1
+# What an interrupted run may have left.
+"${COMPOSE[@]}" down -v -t 5 >/dev/null 2>&1 || true
 podman network rm -f "${PROJECT}_default" >/dev/null 2>&1 || true
+podman volume rm -f "${PROJECT}_pgdata" >/dev/null 2>&1 || true
 SERVICES=(db migrate ingest work console prometheus)
 psql_db() { podman exec -i "${PROJECT}_db_1" psql -X -q -A -t -v ON_ERROR_STOP=1 -U receipt_worker -d receipts "$@"; }
 # podman-compose starts containers in order but does not wait for conditions (service_healthy,
