@@ -147,8 +147,8 @@ size=$(podman image inspect --format '{{.Size}}' receipt-worker:local)
 base_size=$(podman image inspect --format '{{.Size}}' "$BASE_IMAGE")
 say "image receipt-worker:local $((size / 1000000)) MB (base $BASE_IMAGE $((base_size / 1000000)) MB)"
 podman run --rm --entrypoint sh receipt-worker:local -c \
-    'test "$(id -u)" = 10001 && ! command -v cc && ! command -v gcc && ! command -v swiftc && test -f /usr/share/receipt-worker/Migrations/0001_*.sql' >/dev/null \
-    || fail "the image: not the non-root user 10001, a compiler inside, or no migrations"
+    'test "$(id -u):$(id -g)" = 10001:10001 && ! command -v cc && ! command -v gcc && ! command -v swiftc && test -f /usr/share/receipt-worker/Migrations/0001_*.sql' >/dev/null \
+    || fail "the image: not the non-root user and group 10001, a compiler inside, or no migrations"
 missing=$(podman run --rm --entrypoint ldd receipt-worker:local /usr/local/bin/receipt-worker | grep 'not found' || true)
 [ -z "$missing" ] || fail "libraries missing in the image: $missing"
 podman run --rm receipt-worker:local --help >/dev/null || fail "the binary does not start in the image"
