@@ -75,6 +75,9 @@ let package = Package(
         .testTarget(name: "IngestTests", dependencies: ["Ingest", "TestSupport", "HTTP", "Observability"]),
         .testTarget(name: "SupportConsoleTests", dependencies: ["SupportConsole", "TestSupport", "EmbeddedPostgres", "HTTP", "Observability", "Postgres",
                                                                 "Settlement", "Queue", "Ingest"]),
+        // The container image, the compose stack, the Kubernetes manifests and the systemd units,
+        // through scripts/container-stack.sh and scripts/check-manifests.sh.
+        .testTarget(name: "DeploymentTests", dependencies: ["TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ReceiptWorkerCLI", "TestSupport", "EmbeddedPostgres", "Workloads", "AppleSim", "AppStore", "Postgres", "HTTP"]),
     ],
     swiftLanguageModes: [.v6]
