@@ -54,8 +54,9 @@ final class ConsoleSignInHardeningTests: XCTestCase {
         await harness.close()
     }
 
+    /// The proxy is trusted through a range, as an Ingress controller's pods are.
     func testForwardedForCountsOnlyFromATrustedProxy() async throws {
-        let harness = try await ConsoleHarness(configuration: try ConsoleConfiguration(listen: "127.0.0.1:0", trustedProxies: ["127.0.0.1"]))
+        let harness = try await ConsoleHarness(configuration: try ConsoleConfiguration(listen: "127.0.0.1:0", trustedProxies: ["127.0.0.0/8"]))
         let session = try ConsoleSession(baseURL: harness.baseURL)
         // Behind the proxy, one client's guesses at many names do not lock out the next client.
         session.extraHeaders = [("X-Forwarded-For", "203.0.113.7")]

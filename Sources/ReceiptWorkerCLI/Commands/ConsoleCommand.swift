@@ -31,7 +31,12 @@ enum ConsoleCommand {
     private static func serve(_ runtime: Runtime) async throws -> Int32 {
         let options = runtime.options
         let header = options.string(Settings.consoleTrustedHeader)
-        let proxies = Set(options.list(Settings.consoleTrustedProxy))
+        let proxies: TrustedProxies
+        do {
+            proxies = try TrustedProxies(options.list(Settings.consoleTrustedProxy))
+        } catch {
+            throw UsageError("CONSOLE_TRUSTED_PROXY (--trusted-proxy): \(error)")
+        }
         if header != nil, proxies.isEmpty {
             throw UsageError("CONSOLE_TRUSTED_PROXY is not set: CONSOLE_TRUSTED_HEADER is believed only from the proxies it names")
         }

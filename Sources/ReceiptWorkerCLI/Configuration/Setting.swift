@@ -124,7 +124,7 @@ enum Settings {
     static let consoleTrustedHeader = Setting(env: "CONSOLE_TRUSTED_HEADER", flag: "trusted-header", kind: .text, defaultValue: nil,
                                               help: "SSO mode: the header naming the console user, e.g. X-Forwarded-Email (no password form)")
     static let consoleTrustedProxy = Setting(env: "CONSOLE_TRUSTED_PROXY", flag: "trusted-proxy", kind: .text, defaultValue: nil,
-                                             help: "comma-separated proxy addresses whose X-Forwarded-For (and CONSOLE_TRUSTED_HEADER) is believed")
+                                             help: "comma-separated proxy addresses or CIDR ranges (10.0.0.0/8) whose X-Forwarded-For (and CONSOLE_TRUSTED_HEADER) is believed")
     static let consoleSessionSeconds = Setting(env: "CONSOLE_SESSION_SECONDS", flag: "session-seconds", kind: .seconds(60...2_592_000),
                                                defaultValue: "28800", help: "how long a console sign-in lasts at most")
     static let consoleIdleSeconds = Setting(env: "CONSOLE_IDLE_SECONDS", flag: "idle-seconds", kind: .seconds(60...86_400),

@@ -5,7 +5,7 @@ import HTTP
 /// else could write any address there. The list is read from the right (each proxy appends the
 /// peer it saw), skipping trusted proxies; the first other entry is the client.
 enum ClientAddress {
-    static func of(_ request: HTTPRequest, trustedProxies: Set<String>) -> String {
+    static func of(_ request: HTTPRequest, trustedProxies: TrustedProxies) -> String {
         let peer = request.remoteAddress ?? "unknown"
         guard trustedProxies.contains(peer), let forwarded = request.header("X-Forwarded-For") else { return peer }
         let hops = forwarded.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }

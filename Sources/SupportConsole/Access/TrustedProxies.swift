@@ -56,6 +56,14 @@ public struct TrustedProxies: Sendable, Equatable {
     }
 }
 
+/// For configurations written in code (tests, the demo): a literal that is not an address or a
+/// range is a programmer's error.
+extension TrustedProxies: ExpressibleByArrayLiteral {
+    public init(arrayLiteral elements: String...) {
+        do { try self.init(elements) } catch { preconditionFailure("\(error)") }
+    }
+}
+
 public struct TrustedProxyError: Error, CustomStringConvertible {
     public let entry: String
     public var description: String { "'\(entry)' is neither an IP address nor a CIDR range (e.g. 10.0.0.0/8)" }

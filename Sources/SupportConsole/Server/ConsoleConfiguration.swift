@@ -9,7 +9,7 @@ public struct ConsoleConfiguration: Sendable {
     /// from one of `trustedProxies`. nil: password sign-in.
     public var trustedHeader: String?
     /// Peers whose `X-Forwarded-For` names the client (and who may set `trustedHeader`).
-    public var trustedProxies: Set<String>
+    public var trustedProxies: TrustedProxies
     /// Absolute lifetime of a session.
     public var sessionSeconds: Double
     /// A session unused this long ends (ASVS 3.3: idle and absolute timeouts).
@@ -28,7 +28,7 @@ public struct ConsoleConfiguration: Sendable {
     /// first sign-in clears it, so a password copied from a terminal log opens nothing later.
     public var oneTimePasswordUsers: Set<String> = []
 
-    public init(listen: String, trustedHeader: String? = nil, trustedProxies: Set<String> = [], sessionSeconds: Double = 8 * 3600,
+    public init(listen: String, trustedHeader: String? = nil, trustedProxies: TrustedProxies = .none, sessionSeconds: Double = 8 * 3600,
                 idleSeconds: Double = 30 * 60, throttle: LoginThrottle.Limits = .init(), insecureCookies: Bool = false,
                 allowedHosts: Set<String> = [], passwordHasher: PasswordHasher = .standard) throws {
         (host, port) = try HTTPServerConfiguration.parseListenAddress(listen)
