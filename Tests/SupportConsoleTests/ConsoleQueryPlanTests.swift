@@ -51,7 +51,7 @@ final class ConsoleQueryPlanTests: XCTestCase {
             ("user: alerts", UserActivityStore.alertsSQL, [text, 100]),
             ("user: jobs", UserActivityStore.jobsSQL, [text, 101, Int.max]),
             ("alerts: open orders to credit", OpenOrders.sql, [[text, "user-8"], ["coins", "coins"]]),
-            ("overview: attention credited since", CreditedSince.countSQL, [CreditedSince.limit]),
+            ("overview: attention settled since", SettledSince.countSQL, [SettledSince.limit]),
             ("find: job", ConsoleFind.jobSQL, [42]),
             ("find: user", ConsoleFind.userSQL, [text]),
             ("find: orders", ConsoleFind.ordersSQL, ["order-9"]),

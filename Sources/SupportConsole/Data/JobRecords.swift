@@ -18,25 +18,33 @@ public struct JobSummary: Sendable {
     /// Left paid_not_credited, but every one of its transactions is in the ledger now (credited
     /// from the console or the CLI, or by a later job): no longer broken, so not shown in red.
     public let creditedSince: Bool
+    /// Left paid_not_credited and not all credited, but support closed its alert as owed nothing
+    /// (a refund by Apple, a duplicate): not open work either, so not shown in red.
+    public let closedUnpaid: Bool
 
-    /// The columns `decode` reads, in order; never `payload`. The last is `creditedSince`: each of
-    /// the job's transactions looked up in the ledger by primary key, only for paid_not_credited
-    /// (false, not NULL, for a job with no outcome yet).
+    /// Credited or closed since: the buyer is owed nothing more through this job.
+    public var settledSince: Bool { creditedSince || closedUnpaid }
+
+    /// The columns `decode` reads, in order; never `payload`. The last two are `creditedSince` and
+    /// whether it is settled (credited or closed unpaid): each of the job's transactions looked up
+    /// by primary key, only for paid_not_credited (false, not NULL, for a job with no outcome yet).
     static let columns = """
         id, kind, user_id, order_id, product_id, state, outcome, attempts, apple_status, last_error, created_at, finished_at, \
-        coalesce(outcome = 'paid_not_credited' AND cardinality(transaction_ids) > 0 AND NOT EXISTS (
-            SELECT 1 FROM unnest(transaction_ids) AS job_transaction(transaction_id)
-            WHERE NOT EXISTS (SELECT 1 FROM iap.credits WHERE credits.transaction_id = job_transaction.transaction_id)), false)
-            AS credited_since
+        CASE WHEN outcome = 'paid_not_credited' AND cardinality(transaction_ids) > 0
+             THEN \(OwedPayments.allCredited("transaction_ids")) ELSE false END AS credited_since, \
+        CASE WHEN outcome = 'paid_not_credited' AND cardinality(transaction_ids) > 0
+             THEN \(OwedPayments.allSettled("transaction_ids")) ELSE false END AS settled_since
         """
     /// How many columns come before any a caller appends.
-    static let columnCount = 13
+    static let columnCount = 14
 
     static func decode(_ row: PostgresRow) throws -> JobSummary {
-        JobSummary(id: try row.decode(at: 0), kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
-                   productID: try row.decode(at: 4), state: try row.decode(at: 5), outcome: try row.decode(at: 6),
-                   attempts: try row.decode(at: 7), appleStatus: try row.decode(at: 8), lastError: try row.decode(at: 9),
-                   createdAt: try row.decode(at: 10), finishedAt: try row.decode(at: 11), creditedSince: try row.decode(at: 12))
+        let credited: Bool = try row.decode(at: 12), settled: Bool = try row.decode(at: 13)
+        return JobSummary(id: try row.decode(at: 0), kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
+                          productID: try row.decode(at: 4), state: try row.decode(at: 5), outcome: try row.decode(at: 6),
+                          attempts: try row.decode(at: 7), appleStatus: try row.decode(at: 8), lastError: try row.decode(at: 9),
+                          createdAt: try row.decode(at: 10), finishedAt: try row.decode(at: 11), creditedSince: credited,
+                          closedUnpaid: settled && !credited)
     }
 }
 

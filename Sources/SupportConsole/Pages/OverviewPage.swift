@@ -9,8 +9,8 @@ struct OverviewPage {
     let hour: ThroughputWindow
     let day: ThroughputWindow
     let now: Date
-    /// Of the attention jobs, those whose payment is in the ledger now (not broken any more).
-    var creditedSince = 0
+    /// Of the attention jobs, those settled since (credited, or closed as owed nothing): not open work.
+    var settledSince = SettledSince()
     var workers = WorkersAlive(names: [], leader: nil, connected: 0)
 
     func render(_ user: ConsoleUser) -> HTML {
@@ -19,7 +19,7 @@ struct OverviewPage {
             // Each tile opens the jobs list filtered to its state.
             return """
                 <div class="tile"><dt><a href="/jobs\(FormFields.query(["state": state]))">\(Components.badge(state))</a></dt>\
-                <dd>\(approx)\(queue.jobsByState[state] ?? 0)\(state == "attention" ? creditedNote : "")</dd></div>
+                <dd>\(approx)\(queue.jobsByState[state] ?? 0)\(state == "attention" ? settledNote : "")</dd></div>
                 """
         })
         let alerts = HTML.join(openAlerts.sorted { $0.key < $1.key }.map { kind, count -> HTML in
@@ -43,9 +43,15 @@ struct OverviewPage {
         return Layout.page(title: "Overview", current: "/", user: user, refreshSeconds: 30, content)
     }
 
-    private var creditedNote: HTML {
-        guard creditedSince > 0 else { return "" }
-        return " <span class=\"why block\">\(creditedSince) of them credited since</span>"
+    /// "3 still open: 1 credited since, 1 closed as owed nothing": the attention count keeps the
+    /// queue's own figure, and this says how much of it is still work.
+    private var settledNote: HTML {
+        guard settledSince.total > 0 else { return "" }
+        let open = max(0, (queue.jobsByState["attention"] ?? 0) - settledSince.total)
+        var settled: [String] = []
+        if settledSince.credited > 0 { settled.append("\(settledSince.credited) credited since") }
+        if settledSince.closedUnpaid > 0 { settled.append("\(settledSince.closedUnpaid) closed as owed nothing") }
+        return " <span class=\"why block\">\(open) still open: \(settled.joined(separator: ", "))</span>"
     }
 
     /// Five clock times (UTC) under the bars: the oldest bucket, three between, and the newest.

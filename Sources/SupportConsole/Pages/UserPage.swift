@@ -22,7 +22,7 @@ struct UserPage {
     }
 
     private var jobWords: [String?] {
-        activity.jobs.flatMap { job -> [String?] in job.creditedSince ? ["resolved", "credited since"] : [job.state, job.outcome] }
+        activity.jobs.flatMap { job -> [String?] in job.settledSince ? ["resolved", Components.settledWord(job)] : [job.state, job.outcome] }
     }
 
     /// The list stops at a page of jobs; say so and link on rather than cutting it silently.

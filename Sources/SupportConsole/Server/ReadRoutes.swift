@@ -15,10 +15,10 @@ extension ConsoleApp {
             async let alerts = AlertStatistics.openByKind(client)
             async let hour = ThroughputStore(client: client).lastHour()
             async let day = ThroughputStore(client: client).lastDay()
-            async let creditedSince = CreditedSince.count(client)
+            async let settledSince = SettledSince.count(client)
             async let workers = WorkersAlive.load(client)
             let page = OverviewPage(queue: try await queue, openAlerts: try await alerts, hour: try await hour, day: try await day, now: Date(),
-                                    creditedSince: try await creditedSince, workers: try await workers)
+                                    settledSince: try await settledSince, workers: try await workers)
             return Responses.html(page.render(user))
         })
         router.get("/jobs", readable { _, _, user, form in

@@ -26,12 +26,21 @@ enum Components {
         return "<a href=\"/jobs\(FormFields.query(["q": text]))\">\(text)</a>"
     }
 
-    /// A job's state and outcome; a paid_not_credited job whose payment is in the ledger now reads
-    /// as credited (with what it was in the tooltip), not as red attention.
+    /// A job's state and outcome; a paid_not_credited job whose payment is in the ledger now, or
+    /// whose alert support closed as owed nothing, reads as settled (with what it was in the
+    /// tooltip), not as red attention.
     static func jobStatus(_ job: JobSummary) -> (state: HTML, outcome: HTML) {
-        guard job.creditedSince else { return (badge(job.state), badge(job.outcome)) }
-        let was = "Was \(job.state) / \(job.outcome ?? "–"); every transaction of this job is in the ledger now."
-        return ("<span class=\"badge ok\" title=\"\(was)\">resolved</span>", "<span class=\"badge ok\" title=\"\(was)\">credited since</span>")
+        guard job.settledSince else { return (badge(job.state), badge(job.outcome)) }
+        let since = job.creditedSince ? "every transaction of this job is in the ledger now."
+            : "support closed its alert: the buyer is owed nothing (see the alert's note)."
+        let was = "Was \(job.state) / \(job.outcome ?? "–"); \(since)"
+        return ("<span class=\"badge ok\" title=\"\(was)\">resolved</span>",
+                "<span class=\"badge ok\" title=\"\(was)\">\(settledWord(job))</span>")
+    }
+
+    /// "credited since" or "owed nothing", as the legend explains them.
+    static func settledWord(_ job: JobSummary) -> String {
+        job.creditedSince ? "credited since" : "owed nothing"
     }
 
     /// "What these words mean" for the words a page shows, each with what to do: a disclosure

@@ -10,7 +10,7 @@ enum Explanations {
         "done": "Finished; see the outcome.",
         "failed": "Finished: Apple or our checks rejected the purchase for good; see the outcome. Retrying will not change it.",
         "attention": "Finished, but a person must act: see the outcome and the job's alert.",
-        "resolved": "It needed a person, and the payment is in the ledger now: nothing is owed.",
+        "resolved": "It needed a person, and it is settled now (the payment is in the ledger, or support closed it as owed nothing).",
     ]
 
     static let outcomes: [String: String] = [
@@ -32,6 +32,8 @@ enum Explanations {
         "config_error": "Apple refused our own configuration (e.g. status 21004, a wrong shared secret). An operator must fix the settings.",
         "consumption_failed": "A refund request's consumption information could not be sent; see the alert.",
         "credited since": "Every transaction of this job was credited after it ended (from the console, the CLI or a later job).",
+        "owed nothing": "Support closed this payment's alert without crediting it (the buyer is owed nothing, e.g. Apple refunded it); "
+            + "the alert's note says who and why.",
     ]
 
     static let alertKinds: [String: String] = [
