@@ -31,6 +31,12 @@ final class ConsoleJourneyBrowserTests: XCTestCase {
                 try await expectCount(browser, "form[action='/alerts/\(alert)/credit'] select[name=order_choice] option[value='order-alice-1']", 1)
                 try await browser.click("form[action='/alerts/\(alert)/credit'] button")
                 try await expectSoon { try await browser.source().contains("credited to order order-alice-1 and resolved") }
+                // The outcome is beside the alert's row, and on screen after the POST.
+                let outcome = try await browser.execute("return document.getElementById('outcome').innerText;") as? String
+                XCTAssertEqual(outcome, "Alert #\(alert): credited to order order-alice-1 and resolved.", device)
+                try await expectInView(browser, "#outcome", device)
+                let live = try await browser.execute("return document.querySelector('[aria-live]').textContent;") as? String
+                XCTAssertEqual(live, outcome, "\(device): and in the page's live region")
                 let asked = try await browser.execute("return sessionStorage.getItem('asked');") as? String
                 XCTAssertEqual(asked, "Credit coins_100 (Apple transaction 2000000000000001) of user alice to order order-alice-1?", device)
                 let credited = try await browser.execute("return document.querySelector('p.verdict').innerText;") as? String ?? ""
@@ -42,6 +48,30 @@ final class ConsoleJourneyBrowserTests: XCTestCase {
                 try await expectSoon { try await browser.count("form[action='/alerts/\(alert)/credit']") == 0 }
                 let after = try await browser.execute("return document.querySelector('p.verdict').innerText;") as? String ?? ""
                 XCTAssertTrue(after.hasPrefix("Credited coins_100"), "\(device): Back shows today's verdict, not the snapshot: \(after)")
+            }
+        }
+    }
+
+    /// A stale tab: the alert was closed elsewhere after the page loaded. The refusal (not a
+    /// success-looking "resolved") is shown beside the alert's row, on screen.
+    func testAStaleTabsRefusalIsShownBesideTheRowAtLaptopAndPhoneSize() async throws {
+        for (width, height, device) in Self.sizes {
+            try await withBrowser { browser, harness in
+                try await browser.setWindow(width: width, height: height)
+                try await signIn(browser, harness, as: "sam")
+                let alert = harness.fixture.alertToResolve
+                try await browser.open(harness.baseURL + "/alerts")
+                _ = try await harness.client.query("""
+                    UPDATE iap.alerts SET state = 'resolved', resolved_at = now(), resolution = 'credited to order order-carl-1 by demo' WHERE id = $1
+                    """, [alert])
+                try await browser.execute("window.confirm = function () { return true; };")
+                try await browser.click("form[action='/alerts/\(alert)/credit'] button")
+                try await expectSoon { try await browser.source().contains("id=\"outcome\"") }
+                let outcome = try await browser.execute("return document.getElementById('outcome').innerText;") as? String ?? ""
+                XCTAssertTrue(outcome.hasPrefix("Not credited: alert #\(alert) was already resolved"), "\(device): \(outcome)")
+                let row = try await browser.execute("return document.getElementById('outcome').closest('tr').querySelector('#alert-\(alert)') !== null;") as? Bool
+                XCTAssertEqual(row, true, "\(device): beside the alert's own row")
+                try await expectInView(browser, "#outcome", device)
             }
         }
     }

@@ -7,15 +7,10 @@ struct AlertForms {
     let openOrders: [OpenOrders.Order]
 
     func render() -> HTML {
-        "\(refusal)\(alert.isCreditable ? credit : "")\(resolve)"
+        "\(alert.isCreditable ? credit : "")\(resolve)"
     }
 
     private var back: HTML { "<input type=\"hidden\" name=\"return_to\" value=\"\(context.returnTo)\">" }
-
-    private var refusal: HTML {
-        guard let flash = context.flash, flash.tone == "bad", flash.alertID == alert.id else { return "" }
-        return "<p class=\"notice bad inline-error\" role=\"alert\">\(flash.message)</p>"
-    }
 
     /// The confirm (console.js) names the user, product, transaction and the order chosen at submit
     /// time; without JavaScript the chosen order is the one in the form, as shown.

@@ -77,10 +77,8 @@ extension ConsoleApp {
             let result = context.flash?.lookup
             let typed = context.flash?.fields["apple_order_id"] ?? form.text("apple_order_id")
             let expired = form.text("flash") != nil && context.flash == nil
-            let notice = expired ? (text: "That result is shown once and for ten minutes; look the order id up again to see it.", tone: "bad")
-                : context.flash.map { (text: $0.message, tone: $0.tone) }
             return Responses.html(LookupPage(available: lookup != nil, appleOrderID: result?.appleOrderID, typed: typed,
-                                             transactions: result?.transactions ?? [], notice: notice).render(user))
+                                             transactions: result?.transactions ?? [], flash: context.flash, expired: expired).render(user))
         })
     }
 }

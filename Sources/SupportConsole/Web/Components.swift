@@ -80,6 +80,24 @@ enum Components {
         return "<p class=\"notice \(tone)\" role=\"status\">\(text)</p>"
     }
 
+    /// The element a form's redirect scrolls to (`#outcome`): the outcome beside its row, else at the top.
+    static let outcomeID = "outcome"
+
+    /// A form's outcome at the top of the page, in its live region: shown there when the page has
+    /// no row for it, else only read out (visually hidden), since `beside` shows it at the row.
+    static func outcome(_ flash: Flash?, rowShown: Bool) -> HTML {
+        guard let flash else { return "" }
+        let place: HTML = rowShown ? " visually-hidden" : ""
+        let anchor: HTML = rowShown ? "" : " id=\"\(outcomeID)\" tabindex=\"-1\""
+        return "<p class=\"notice \(flash.tone)\(place)\" role=\"status\" aria-live=\"polite\"\(anchor)>\(flash.message)</p>"
+    }
+
+    /// The outcome (done, or refused and why) beside the row `rowID` it is about.
+    static func beside(_ flash: Flash?, rowID: String) -> HTML {
+        guard let flash, flash.rowID == rowID else { return "" }
+        return "<p class=\"notice \(flash.tone) beside\" id=\"\(outcomeID)\" tabindex=\"-1\">\(flash.message)</p>"
+    }
+
     /// A select whose options are fixed words; `selected` is a validated filter value.
     static func select(_ name: String, label: String, options: [String], selected: String?) -> HTML {
         let choices = options.map { option -> HTML in

@@ -51,7 +51,8 @@ enum StaticAssets {
         .badge.bad { background: #fbe2e0; color: var(--bad); }
         .notice { padding: .55rem .8rem; border-radius: 6px; background: #dff3e7; color: var(--ok); }
         .notice.bad { background: #fbe2e0; color: var(--bad); }
-        .notice.inline-error { margin: .2rem 0; font-size: .9rem; }
+        .notice.beside { margin: .2rem 0; font-size: .9rem; scroll-margin-top: 4rem; }
+        .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
         .note, .why { color: var(--muted); font-size: .85rem; }
         .why.block { display: block; }
         label.check { color: var(--ink); }
@@ -130,8 +131,12 @@ enum StaticAssets {
               var typed = form.querySelector('input[name=order_id]');
               var chosen = form.querySelector('select[name=order_choice]');
               var order = (typed && typed.value.trim()) || (chosen && chosen.value) || '?';
+              // An Apple order lookup's credit names the user typed beside it, and the Apple order.
+              var user = form.querySelector('input[name=user_id]');
+              var appleOrder = form.getAttribute('data-apple-order');
               question = 'Credit ' + form.getAttribute('data-product') + ' (Apple transaction ' + form.getAttribute('data-transaction') +
-                ') of user ' + form.getAttribute('data-user') + ' to order ' + order + '?';
+                (appleOrder ? ', Apple order ' + appleOrder : '') + ') of user ' + ((user && user.value.trim()) || form.getAttribute('data-user')) +
+                ' to order ' + order + '?';
             }
             if (question && !window.confirm(question)) { event.preventDefault(); }
           });
