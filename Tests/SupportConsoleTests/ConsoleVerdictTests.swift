@@ -70,6 +70,15 @@ final class ConsoleVerdictTests: XCTestCase {
                                                                                  ("order_choice", "order-pete-1")])
                 XCTAssertEqual(credited.status, 303)
             }, line: "Credited coins_100 to order order-pete-1 at ", detail: "Credited by sam."),
+            // From `support lookup-order --user --order` or the demo: the desk ties the Apple order id to the buyer.
+            Story(name: "paid, credited through an Apple order lookup", user: "lena", build: { _, _ in
+                try await order("order-lena-1", "lena", "credited")
+                try await credit("2000000000000051", "order-lena-1", "lena", job: nil, by: "ops-linda")
+                _ = try await client.query("""
+                    INSERT INTO iap.apple_order_lookups (apple_order_id, user_id, transaction_ids, result, actor)
+                    VALUES ('MQ7DEMO123', 'lena', '{2000000000000051}', 'found', 'ops-linda')
+                    """)
+            }, line: "Credited coins_100 to order order-lena-1 at ", detail: "Credited by ops-linda through Apple order lookup MQ7DEMO123."),
             Story(name: "replayed", user: "mallory", build: { _, _ in
                 _ = try await ConsoleFixture.job(client, user: "mallory", order: nil, state: "failed", outcome: "replayed",
                                                  transactions: ["2000000000000002"], error: nil)
@@ -89,6 +98,12 @@ final class ConsoleVerdictTests: XCTestCase {
             XCTAssertTrue(detail.contains(story.detail), "\(story.name): \(detail)")
             XCTAssertFalse(line.contains("#"), "\(story.name): no internal ids in the line a buyer reads: \(line)")
         }
+
+        // The looked-up Apple order id leads back to the buyer, and the story says how she was credited.
+        let found = try await session.get("/find?q=MQ7DEMO123")
+        XCTAssertEqual(found.header("Location"), "/users?id=lena")
+        let lena = try await session.get("/users?id=lena").text
+        XCTAssertTrue(lena.contains("(Apple transaction 2000000000000051) by ops-linda through Apple order lookup MQ7DEMO123."), lena)
 
         // Closed as owed nothing is settled work: its job reads resolved, and the overview says how much is still open.
         let olga = try await session.get("/jobs?q=olga").text

@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import enum Settlement.SupportError
+import struct Settlement.OrderLookupLog
 import SupportConsole
 import Synchronization
 
@@ -29,7 +30,12 @@ final class FakeOrderLookup: AppleOrderLookup {
             let owners = try await client.query("SELECT user_id FROM iap.orders WHERE order_id = $1", [orderID])
             guard let owner = owners.first else { throw SupportError.orderNotFound(orderID) }
             guard try owner.decode(String.self, at: 0) == userID else { throw SupportError.orderMismatch("order \(orderID) belongs to another user") }
-            try await client.transaction { connection in try await alsoInTransaction(connection, sentence) }
+            try await client.transaction { connection in
+                // As OrderLookupDesk.credit does: the Apple order id is tied to the buyer with the credit.
+                try await OrderLookupLog.credited(on: connection, appleOrderID: appleOrderID, transactionID: transactionID,
+                                                  userID: userID, actor: actor)
+                try await alsoInTransaction(connection, sentence)
+            }
         }
         credits.withLock { $0.append(transactionID) }
         return sentence

@@ -91,8 +91,6 @@ extension ConsoleApp {
         do {
             let result = try await lookup.credit(appleOrderID: appleOrderID, transactionID: transactionID, userID: userID,
                                                  orderID: orderID, actor: user.name) { connection, result in
-                try await lookups.credited(on: connection, appleOrderID: appleOrderID, transactionID: transactionID,
-                                           userID: userID, actor: user.name)
                 try await audit.insert(on: connection, actor: user.name, action: "lookup_credit", target: target,
                                        details: details.merging(["result": result]) { $1 })
             }
