@@ -76,6 +76,27 @@ final class ConsoleJourneyBrowserTests: XCTestCase {
         }
     }
 
+    /// At laptop size the alerts table shows every column, its action forms included, without
+    /// scrolling sideways; the legend's summary looks like something to click.
+    func testTheAlertsTableFitsALaptopWithItsActionsAndTheLegendLooksClickable() async throws {
+        try await withBrowser { browser, harness in
+            try await browser.setWindow(width: 1280, height: 800)
+            try await signIn(browser, harness, as: "sam")
+            try await browser.open(harness.baseURL + "/alerts")
+            let fit = try await browser.execute("""
+                var s = document.querySelector('.scroll'); var w = document.documentElement.clientWidth;
+                var buttons = Array.from(document.querySelectorAll('td form button')).map(function (b) { return b.getBoundingClientRect().right; });
+                return [s.scrollWidth - s.clientWidth, Math.max.apply(null, buttons), w];
+                """) as? [Double] ?? []
+            XCTAssertEqual(fit.first, 0, "the alerts table scrolls sideways: \(fit)")
+            XCTAssertLessThanOrEqual(fit.count == 3 ? fit[1] : .infinity, fit.last ?? 0, "every action button is on screen: \(fit)")
+            let summary = try await browser.execute("""
+                var s = getComputedStyle(document.querySelector('details.legend summary')); return [s.cursor, s.textDecorationLine];
+                """) as? [String] ?? []
+            XCTAssertEqual(summary, ["pointer", "underline"])
+        }
+    }
+
     func testKeyboardOnlySkipLinkAndFindBoxAtLaptopAndPhoneSize() async throws {
         for (width, height, device) in Self.sizes {
             try await withBrowser { browser, harness in

@@ -64,6 +64,7 @@ final class ConsoleQueryPlanTests: XCTestCase {
             ("alert credit: lock", SupportDesk.lockAlertSQL, [1]),
             ("user: Apple order lookups", UserActivityStore.lookupsSQL, [text, 100]),
             ("find: Apple order lookups", ConsoleFind.appleOrderSQL, ["MK5TTTVWJH"]),
+            ("find: a user id in another case", ConsoleFind.usersAnyCaseSQL, ["User-7"]),
             ("find: Apple order's ledger rows", ConsoleFind.ledgerByTransactionsSQL, [["1000042", "1000043"]]),
             ("overview: workers leasing jobs", WorkersAlive.leasingSQL, []),
             ("overview: leader lease", WorkersAlive.leaderSQL, []),

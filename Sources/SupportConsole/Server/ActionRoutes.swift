@@ -153,12 +153,13 @@ extension ConsoleApp {
         return lookup
     }
 
-    /// Apple order ids are short letters and digits (e.g. MK5TTTVWJH).
+    /// Apple order ids are short letters and digits (e.g. MK5TTTVWJH), in upper case as Apple writes
+    /// them: one typed in lower case is asked for, kept and found again as Apple's.
     private func appleOrderIDField(_ form: FormFields) throws -> String {
         let id = try form.required("apple_order_id", label: "The Apple order id", maxLength: 64)
         guard id.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }) else {
             throw BadRequest("An Apple order id holds only letters and digits (like MK5TTTVWJH, from the buyer's receipt e-mail).")
         }
-        return id
+        return id.uppercased()
     }
 }

@@ -43,7 +43,10 @@ enum StaticAssets {
         table { width: 100%; border-collapse: collapse; background: var(--paper); font-size: .9rem; }
         th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
         th { font-size: .78rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); white-space: nowrap; }
-        td { overflow-wrap: break-word; }
+        td { overflow-wrap: anywhere; }
+        /* The action cell keeps its forms within the table at laptop width: fields share its width. */
+        td[data-label=""] { min-width: 15rem; }
+        td form.inline select, td form.inline input[type=text] { flex: 1 1 9rem; width: 9rem; max-width: 100%; }
         .card h2:first-child { margin-top: 0; }
         .badge { display: inline-block; padding: 0 .45rem; border-radius: 999px; font-size: .8rem; white-space: nowrap; background: #e8ebf0; }
         .badge.ok { background: #dff3e7; color: var(--ok); }
@@ -57,7 +60,11 @@ enum StaticAssets {
         .why.block { display: block; }
         label.check { color: var(--ink); }
         details.legend { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: .5rem .9rem; margin-bottom: .8rem; }
-        details.legend summary { cursor: pointer; min-height: 44px; display: flex; align-items: center; }
+        /* A link's look and a disclosure arrow: it opens, it is not a heading. */
+        details.legend summary { cursor: pointer; min-height: 44px; display: flex; align-items: center; gap: .35rem; color: var(--accent);
+                                 text-decoration: underline; text-underline-offset: .2em; }
+        details.legend summary::before { content: "▸"; text-decoration: none; display: inline-block; }
+        details.legend[open] summary::before { content: "▾"; }
         .empty { color: var(--muted); font-style: italic; }
         form.inline { display: flex; flex-wrap: wrap; gap: .35rem; align-items: center; margin: .2rem 0; }
         form.search { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; }
