@@ -68,6 +68,7 @@ final class ConsoleQueryPlanTests: XCTestCase {
             ("find: Apple order's ledger rows", ConsoleFind.ledgerByTransactionsSQL, [["1000042", "1000043"]]),
             ("overview: workers leasing jobs", WorkersAlive.leasingSQL, []),
             ("overview: leader lease", WorkersAlive.leaderSQL, []),
+            ("overview: last leader seen", WorkersAlive.lastLeaderSQL, []),
             ("form result: take", FlashStore.takeSQL, ["token", "csrf"]),
         ]
         for criteria in [JobSearchCriteria(), JobSearchCriteria(text: text), JobSearchCriteria(text: "1000042"),

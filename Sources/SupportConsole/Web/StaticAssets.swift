@@ -39,6 +39,10 @@ enum StaticAssets {
         .stats div { background: var(--wash); border-radius: 6px; padding: .4rem .6rem; }
         .stats dt { font-size: .8rem; color: var(--muted); }
         .stats dd { margin: 0; font-size: 1.2rem; font-weight: 600; }
+        .stats dd.zero { color: var(--muted); font-weight: 400; }
+        .stats div.flag { background: #fbe2e0; } .stats div.flag dd { color: var(--bad); }
+        ol.first { margin: 0; padding-left: 1.4rem; } ol.first li { padding: .2rem 0; }
+        p.calm { margin: 0; color: var(--ok); }
         .scroll { overflow-x: auto; }
         table { width: 100%; border-collapse: collapse; background: var(--paper); font-size: .9rem; }
         th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
