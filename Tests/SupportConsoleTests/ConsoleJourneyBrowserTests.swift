@@ -97,6 +97,21 @@ final class ConsoleJourneyBrowserTests: XCTestCase {
         }
     }
 
+    /// On a phone the header leaves the screen to the alerts: the first alert starts in the top
+    /// half of the viewport, below a header of two short rows.
+    func testThePhoneHeaderIsCompact() async throws {
+        try await withBrowser { browser, harness in
+            try await browser.setWindow(width: 390, height: 844)
+            try await signIn(browser, harness, as: "sam")
+            try await browser.open(harness.baseURL + "/alerts")
+            let sizes = try await browser.execute("""
+                return [document.querySelector('header.top').getBoundingClientRect().height,
+                        document.querySelector('td[data-label=alert]').getBoundingClientRect().top, window.innerHeight];
+                """) as? [Double] ?? []
+            XCTAssertLessThanOrEqual(sizes.first ?? .infinity, 130, "header height, first alert's top, viewport: \(sizes)")
+        }
+    }
+
     func testKeyboardOnlySkipLinkAndFindBoxAtLaptopAndPhoneSize() async throws {
         for (width, height, device) in Self.sizes {
             try await withBrowser { browser, harness in

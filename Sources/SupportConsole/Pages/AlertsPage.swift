@@ -42,7 +42,7 @@ enum AlertTable {
             ["<span id=\"alert-\(alert.id)\">#\(alert.id)</span>\(alert.jobID.map { id -> HTML in " <span class=\"why\">job</span> \(Components.jobLink(id))" } ?? "")", Components.badge(alert.kind, quiet: alert.state != "open", meaning: Explanations.alertKind), Components.userLink(alert.userID),
              Components.searchLink(alert.orderID), "\(alert.productID)", Components.searchLink(alert.transactionID), reason(alert),
              "\(DisplayFormat.time(alert.firstSeenAt))",
-             alert.state == "open" ? Components.badge(alert.state) : "\(Components.badge(alert.state)) \(alert.resolution)",
+             alert.state == "open" ? Components.badge(alert.state) : "\(Components.badge(alert.state)) \(resolved(alert))",
              // The outcome of a form about this alert (done, or refused and why) where the eye is: at its row.
              "\(Components.beside(context.flash, rowID: "alert-\(alert.id)"))\(actionCell(alert, user: user, actions: actions, context: context, openOrders: openOrders))"]
         }, empty: "No alerts.")
@@ -57,6 +57,11 @@ enum AlertTable {
     static func shows(_ alerts: [AlertRow], _ flash: Flash?) -> Bool {
         guard let rowID = flash?.rowID else { return false }
         return alerts.contains { "alert-\($0.id)" == rowID }
+    }
+
+    /// When and how it was resolved.
+    private static func resolved(_ alert: AlertRow) -> HTML {
+        "<span class=\"why block\">at \(DisplayFormat.time(alert.resolvedAt))</span> \(alert.resolution)"
     }
 
     /// The machine word and, beside it, what it means.

@@ -38,7 +38,7 @@ enum Explanations {
 
     static let alertKinds: [String: String] = [
         "paid_not_credited": "Apple says the buyer paid; no order could take the payment. Find the buyer's order and credit the payment to it "
-            + "(support role, or `alerts credit`: the same ledger write, never twice); that resolves the alert.",
+            + "(support role, or the command receipt-worker alerts credit: the same ledger write, never twice); that resolves the alert.",
         "receipt_replay": "A receipt already credited to one user was sent by another. Nothing was credited; look into the account, then resolve with a note.",
         "config_error": "Apple answered 21004 or refused our credentials: an operator fixes the setting (e.g. APPLE_SHARED_SECRET) and re-queues the jobs.",
         "consumption_failed": "Apple asked about a refund request and the answer could not be sent in its 12-hour window (or Apple refused it). "

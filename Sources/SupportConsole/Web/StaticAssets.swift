@@ -99,7 +99,7 @@ enum StaticAssets {
         @media (pointer: coarse), (max-width: 640px) {
             button, input[type=text], input[type=search], input[type=password], select, summary { min-height: 44px; }
             header.top nav a, .pager a, header.top .brand { display: inline-flex; align-items: center; min-height: 44px; }
-            td a, dd a, .filter a, .next-steps a, ol.timeline a { display: inline-flex; align-items: center; min-height: 44px; }
+            td a, dd a, .filter a, .next-steps a, ol.timeline a, ol.first a { display: inline-flex; align-items: center; min-height: 44px; }
             label.check input { width: 24px; height: 24px; }
             label.check { min-height: 44px; }
             form.inline input[type=text] { flex: 1 1 12rem; }
@@ -110,7 +110,14 @@ enum StaticAssets {
         @media (max-width: 640px) {
             body { font-size: 14px; }
             main { padding: .6rem; }
-            header.top .who { margin-left: 0; width: 100%; }
+            /* Two rows before the content: the brand and the find box, then the sections (scrolling
+               sideways) and sign out. The signed-in name is left to the laptop header. */
+            header.top { padding: .3rem .5rem; gap: .3rem .5rem; }
+            header.top .brand { font-size: .85rem; }
+            header.top form.find { flex: 1 1 9rem; }
+            header.top nav { order: 2; flex: 1 1 0; min-width: 0; flex-wrap: nowrap; overflow-x: auto; white-space: nowrap; gap: .9rem; }
+            header.top .who { order: 3; margin-left: 0; }
+            header.top .who span { display: none; }
             table, thead, tbody, tr, td { display: block; }
             thead { display: none; }
             tr { border-bottom: 1px solid var(--line); padding: .4rem 0; }
