@@ -47,7 +47,9 @@ enum StaticAssets {
         table { width: 100%; border-collapse: collapse; background: var(--paper); font-size: .9rem; }
         th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
         th { font-size: .78rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); white-space: nowrap; }
-        td { overflow-wrap: anywhere; }
+        td { overflow-wrap: break-word; }
+        /* Ids (a hostile user id has no spaces) may break anywhere; product names and words do not. */
+        td[data-label=user], td[data-label=order], td[data-label=transaction] { overflow-wrap: anywhere; }
         /* The action cell keeps its forms within the table at laptop width: fields share its width. */
         td[data-label=""] { min-width: 15rem; }
         td form.inline select, td form.inline input[type=text] { flex: 1 1 9rem; width: 9rem; max-width: 100%; }
@@ -114,8 +116,9 @@ enum StaticAssets {
                sideways) and sign out. The signed-in name is left to the laptop header. */
             header.top { padding: .3rem .5rem; gap: .3rem .5rem; }
             header.top .brand { font-size: .85rem; }
-            header.top form.find { flex: 1 1 9rem; }
-            header.top nav { order: 2; flex: 1 1 0; min-width: 0; flex-wrap: nowrap; overflow-x: auto; white-space: nowrap; gap: .9rem; }
+            header.top form.find { flex: 1 1 8rem; min-width: 0; }
+            header.top form.find input { flex: 1 1 auto; min-width: 0; width: 100%; }
+            header.top nav { order: 2; flex: 1 1 12rem; min-width: 0; flex-wrap: nowrap; overflow-x: auto; white-space: nowrap; gap: .9rem; }
             header.top .who { order: 3; margin-left: 0; }
             header.top .who span { display: none; }
             table, thead, tbody, tr, td { display: block; }
