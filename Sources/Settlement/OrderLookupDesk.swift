@@ -125,7 +125,8 @@ public struct OrderLookupDesk: Sendable {
 
     /// Credits one transaction of the order to `orderID` (which must be `userID`'s, for the same product,
     /// and open). Apple is asked again, so only a transaction Apple says is in the order is credited.
-    /// `actor` (the support person) is named by the ledger row and logged with the credit.
+    /// `actor` (the support person) is named by the ledger row and logged with the credit; the
+    /// lookups log ties the Apple order id to the buyer in the same transaction.
     public func credit(appleOrderID: String, transactionID: String, userID: String, orderID: String, actor: String,
                        alsoInTransaction: AlsoInTransaction<OrderCreditResult>? = nil) async throws -> OrderCreditResult {
         let found = try await lookUp(appleOrderID: appleOrderID)
@@ -148,6 +149,8 @@ public struct OrderLookupDesk: Sendable {
                 _ = try await connection.query(Self.resolveAlertsSQL, [transactionID, "credited to order \(orderID) by \(actor) (Apple order \(appleOrderID))"])
                 result = .credited(orderID: orderID)
             }
+            try await OrderLookupLog.credited(on: connection, appleOrderID: appleOrderID, transactionID: transactionID,
+                                              userID: userID, actor: actor)
             try await alsoInTransaction?(connection, result)
             return result
         }

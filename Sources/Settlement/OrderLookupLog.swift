@@ -38,9 +38,11 @@ public struct OrderLookupLog: Sendable {
         audit.logLine(actor: actor, action: "lookup", target: Self.target(appleOrderID), details: details)
     }
 
-    /// Inside a lookup credit's transaction: the order id is now tied to the buyer it was credited to.
-    public func credited(on connection: PostgresConnection, appleOrderID: String, transactionID: String, userID: String,
-                         actor: String) async throws {
+    /// Inside a lookup credit's transaction (OrderLookupDesk.credit, whoever asks: the console, the
+    /// CLI, the demo): the order id is now tied to the buyer it was credited to, and the find box
+    /// and the buyer's story name it.
+    public static func credited(on connection: PostgresConnection, appleOrderID: String, transactionID: String, userID: String,
+                                actor: String) async throws {
         _ = try await connection.query(Self.insertSQL, [appleOrderID, userID, [transactionID], "found", String?.none, actor])
     }
 

@@ -40,6 +40,10 @@ final class OrderLookupTests: XCTestCase {
         let quantity = try await f.client.query("SELECT quantity, credited_by FROM iap.credits WHERE transaction_id = 'ol-t1'")[0]
         XCTAssertEqual(try quantity.decode(Int.self, at: 0), 2)
         XCTAssertEqual(try quantity.decode(String.self, at: 1), "tess", "the ledger names the person who credited")
+        // Whoever asks (the console, the CLI, the demo), the credit ties the Apple order id to the buyer: the find box answers it.
+        let tied = try await f.client.query("SELECT apple_order_id || ' ' || user_id || ' ' || actor FROM iap.apple_order_lookups ORDER BY id")
+            .map { try $0.decode(String.self, at: 0) }
+        XCTAssertEqual(tied, ["MK5TTTVWJH ann tess", "MK5TTTVWJH ann tess"])
         let shown = try await desk.lookUp(appleOrderID: "MK5TTTVWJH")
         XCTAssertEqual(shown.transactions.first?.ledger, .credited(userID: "ann", orderID: "ol-1", revoked: false))
 

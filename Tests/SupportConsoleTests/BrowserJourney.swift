@@ -44,6 +44,17 @@ extension XCTestCase {
         XCTAssertTrue(held, "the page never showed what was expected", file: file, line: line)
     }
 
+    /// The element is on screen, whole or at least its top line, without scrolling: where the eye is.
+    func expectInView(_ browser: WebDriver, _ css: String, _ device: String, file: StaticString = #filePath, line: UInt = #line) async throws {
+        let box = try await browser.execute("""
+            var e = document.querySelector(arguments[0]); if (!e) { return null; }
+            var r = e.getBoundingClientRect(); return [r.top, r.bottom, window.innerHeight];
+            """, [css]) as? [Double]
+        let (top, bottom, height) = (box?[0] ?? -1, box?[1] ?? -1, box?[2] ?? 0)
+        XCTAssertTrue(top >= 0 && top < height && bottom > 0, "\(device): \(css) at \(top)…\(bottom) of a \(height) px viewport",
+                      file: file, line: line)
+    }
+
     func expectCount(_ browser: WebDriver, _ css: String, _ expected: Int, file: StaticString = #filePath, line: UInt = #line) async throws {
         let count = try await browser.count(css)
         XCTAssertEqual(count, expected, css, file: file, line: line)

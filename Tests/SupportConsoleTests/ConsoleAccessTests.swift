@@ -128,7 +128,7 @@ final class ConsoleAccessTests: XCTestCase {
         let credited = try await session.post("/alerts/\(alert)/credit", [("csrf", token), ("order_id", "order-alice-1")])
         XCTAssertEqual(credited.status, 303)
         let location = try XCTUnwrap(credited.header("Location"))
-        XCTAssertTrue(location.hasPrefix("/alerts?flash=") && location.hasSuffix("#alert-\(alert)"), location)
+        XCTAssertTrue(location.hasPrefix("/alerts?flash=") && location.hasSuffix("#outcome"), location)
         let page1 = try await session.get(location)
         XCTAssertTrue(page1.text.contains("credited to order order-alice-1 and resolved"))
         let again = try await session.post("/alerts/\(alert)/credit", [("csrf", token), ("order_id", "order-alice-1")])

@@ -23,7 +23,7 @@ final class ConsoleAfterCreditTests: XCTestCase {
             XCTAssertTrue(page.text.contains(">credited since</span>"), path)
         }
         let overview = try await session.get("/").text
-        XCTAssertTrue(overview.contains("1 of them credited since"), "the overview's attention count says how many are settled")
+        XCTAssertTrue(overview.contains("2 still open: 1 credited since"), "the overview's attention count says how many are settled")
         let jobPage = try await session.get("/jobs/\(job)")
         XCTAssertTrue(jobPage.text.contains("nothing is owed"))
         XCTAssertFalse(jobPage.text.contains("next run"), "a finished job has no next run")

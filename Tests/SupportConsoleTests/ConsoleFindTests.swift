@@ -32,9 +32,12 @@ final class ConsoleFindTests: XCTestCase {
         let overview = try await session.get("/")
         XCTAssertTrue(overview.text.contains("action=\"/find\""), "every page's header carries the find box")
         let expected: [(String, String)] = [
-            ("dana", "/users?id=dana"), ("order-dana-1", "/users?id=dana"), ("2000000000000009", "/jobs/\(job)"),
-            ("1000000000000009", "/jobs/\(job)"), ("%23\(job)", "/jobs/\(job)"), ("\(harness.fixture.creditedJob)", "/jobs/\(harness.fixture.creditedJob)"),
-            ("2000000000000001", "/jobs/\(harness.fixture.attentionJob)"), ("order-alice-1", "/users?id=alice"),
+            // A transaction opens its buyer's story, where the alert's actions are, not a job page without them.
+            ("dana", "/users?id=dana"), ("order-dana-1", "/users?id=dana"), ("2000000000000009", "/users?id=dana"),
+            ("1000000000000009", "/users?id=dana"), ("%23\(job)", "/jobs/\(job)"), ("\(harness.fixture.creditedJob)", "/jobs/\(harness.fixture.creditedJob)"),
+            ("2000000000000001", "/users?id=alice"), ("order-alice-1", "/users?id=alice"),
+            // Whatever the case: a user id as the buyer wrote it, an Apple order id as typed from an e-mail.
+            ("Dana", "/users?id=dana"), ("ALICE", "/users?id=alice"),
         ]
         for (text, location) in expected {
             let found = try await session.get("/find?q=\(text)")
@@ -46,6 +49,14 @@ final class ConsoleFindTests: XCTestCase {
         XCTAssertTrue(nothing.text.contains("href=\"/users?id=MK5TTTVWJH\""), nothing.text)
         XCTAssertTrue(nothing.text.contains("href=\"/lookup?apple_order_id=MK5TTTVWJH\""), "support is offered the Apple order lookup")
         XCTAssertTrue(harness.registry.render().contains("iap_console_requests_total{page=\"find\",status=\"404\"}"), "a page label of its own")
+        let looked = try await session.post("/lookup", [("csrf", try await session.csrfToken()), ("apple_order_id", "mk5tttvwjh")])
+        XCTAssertEqual(looked.status, 303)
+        let stored: String = try await harness.scalar("SELECT apple_order_id FROM iap.apple_order_lookups")
+        XCTAssertEqual(stored, "MK5TTTVWJH", "kept as Apple writes it")
+        for typed in ["mk5tttvwjh", "MK5TTTVWJH"] {
+            let found = try await session.get("/find?q=\(typed)")
+            XCTAssertEqual(found.header("Location"), "/lookup?apple_order_id=MK5TTTVWJH", typed)
+        }
         let lookup = try await session.get("/lookup?apple_order_id=MK5TTTVWJH")
         XCTAssertTrue(lookup.text.contains("value=\"MK5TTTVWJH\""), "the handed-over id is kept in the box")
         await session.close()

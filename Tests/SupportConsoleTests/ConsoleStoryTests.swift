@@ -16,8 +16,8 @@ final class ConsoleStoryTests: XCTestCase {
 
         let before = try await session.get("/users?id=alice").text
         XCTAssertTrue(before.contains("<p class=\"verdict\" id=\"verdict\" title=\"Click once to select it all, then copy\">"
-                                      + "Paid (transaction 2000000000000001, coins_100) but not credited: open alert #\(alert) "
-                                      + "— credit it to an open order.</p>"), before)
+                                      + "Your payment (Apple transaction 2000000000000001, coins_100) reached us from Apple but is not credited yet.</p>"), before)
+        XCTAssertTrue(before.contains("</span> Open alert #\(alert) (job #\(job)): credit it to an open order.</p>"), before)
         let story = try XCTUnwrap(before.range(of: "<ol class=\"timeline\">").map { String(before[$0.lowerBound...]) })
         let steps = ["Order order-alice-1 created for coins_100.", "Job #\(job) received (receipt).",
                      "Job #\(job) finished: attention / paid_not_credited, Apple status 0.", "Alert #\(alert) raised: paid_not_credited"]
@@ -29,19 +29,20 @@ final class ConsoleStoryTests: XCTestCase {
         XCTAssertEqual(credited.status, 303)
         let after = try await session.get("/users?id=alice").text
         let at: String = try await harness.scalar("SELECT to_char(credited_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') FROM iap.credits WHERE user_id = 'alice'")
-        XCTAssertTrue(after.contains(">Credited coins_100 to order-alice-1 at \(at) UTC by sam.</p>"), after)
+        XCTAssertTrue(after.contains(">Credited coins_100 to order order-alice-1 at \(at) UTC (Apple transaction 2000000000000001).</p>"), after)
+        XCTAssertTrue(after.contains("</span> Credited by sam.</p>"), after)
         XCTAssertTrue(after.contains("Alert #\(alert) resolved: credited to order order-alice-1 by sam."))
         XCTAssertTrue(after.contains("Credited coins_100 to order order-alice-1 (Apple transaction 2000000000000001) by sam."))
 
         let bob = try await session.get("/users?id=bob").text
-        XCTAssertTrue(bob.contains("Credited coins_100 to order-bob-1 at ") && bob.contains(" by the worker (job #\(harness.fixture.creditedJob)).</p>"), bob)
+        XCTAssertTrue(bob.contains(">Credited coins_100 to order order-bob-1 at ") && bob.contains("</span> Credited by the worker (job #\(harness.fixture.creditedJob)).</p>"), bob)
         let nobody = try await session.get("/users?id=nobody").text
         XCTAssertTrue(nobody.contains(">No payment from Apple seen for this user.</p>"))
         XCTAssertTrue(nobody.contains("Nothing recorded for this user yet."))
         // A hostile user id and Apple error text stay text in the story and the verdict.
         let hostile = try await session.get("/users?id=" + (ConsoleHarness.xssUser.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")).text
         XCTAssertFalse(hostile.contains("<img") || hostile.contains("<script>alert"), "escaped everywhere")
-        XCTAssertTrue(hostile.contains("Paid (transaction 2000000000000004, coins_100) but not credited"))
+        XCTAssertTrue(hostile.contains("Your payment (Apple transaction 2000000000000004, coins_100) reached us from Apple but is not credited yet."))
         await session.close()
         await harness.close()
     }

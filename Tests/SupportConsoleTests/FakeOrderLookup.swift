@@ -1,10 +1,13 @@
 import Foundation
 import Postgres
+import enum Settlement.SupportError
+import struct Settlement.OrderLookupLog
 import SupportConsole
 import Synchronization
 
 /// Stands in for Apple's Look Up Order ID (Settlement's `OrderLookupDesk` in production): two transactions for any
-/// order id, and credits recorded so tests can see what the console asked for.
+/// order id, and credits recorded so tests can see what the console asked for. A credit is refused
+/// as the ledger's own path refuses it (ManualCredit): an order that does not exist, or another buyer's.
 final class FakeOrderLookup: AppleOrderLookup {
     let credits = Mutex<[String]>([])
     /// The harness's database, where the console's audit row is written in a transaction of its own.
@@ -24,7 +27,15 @@ final class FakeOrderLookup: AppleOrderLookup {
                 alsoInTransaction: @escaping @Sendable (PostgresConnection, String) async throws -> Void) async throws -> String {
         let sentence = "credited \(transactionID) to order \(orderID)"
         if let client = database.withLock({ $0 }) {
-            try await client.transaction { connection in try await alsoInTransaction(connection, sentence) }
+            let owners = try await client.query("SELECT user_id FROM iap.orders WHERE order_id = $1", [orderID])
+            guard let owner = owners.first else { throw SupportError.orderNotFound(orderID) }
+            guard try owner.decode(String.self, at: 0) == userID else { throw SupportError.orderMismatch("order \(orderID) belongs to another user") }
+            try await client.transaction { connection in
+                // As OrderLookupDesk.credit does: the Apple order id is tied to the buyer with the credit.
+                try await OrderLookupLog.credited(on: connection, appleOrderID: appleOrderID, transactionID: transactionID,
+                                                  userID: userID, actor: actor)
+                try await alsoInTransaction(connection, sentence)
+            }
         }
         credits.withLock { $0.append(transactionID) }
         return sentence

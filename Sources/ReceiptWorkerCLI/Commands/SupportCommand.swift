@@ -58,8 +58,6 @@ enum SupportCommand {
             do {
                 let result = try await desk.credit(appleOrderID: appleOrderID, transactionID: transaction.transactionID, userID: user,
                                                    orderID: order, actor: actor) { connection, result in
-                    try await lookups.credited(on: connection, appleOrderID: appleOrderID, transactionID: transaction.transactionID,
-                                               userID: user, actor: actor)
                     try await audit.insert(on: connection, actor: actor, action: "lookup_credit", target: target, details: details(result))
                 }
                 audit.logLine(actor: actor, action: "lookup_credit", target: target, details: details(result))

@@ -29,7 +29,7 @@ struct BuyerStory {
         }
         for row in activity.ledger {
             events.append(Event(at: row.creditedAt, word: "credited", text: "Credited \(Self.product(row.productID, row.quantity)) to order "
-                                + "\(row.orderID) (Apple transaction \(row.transactionID)) by \(Self.who(row.creditedBy, job: row.jobID)).", jobID: row.jobID))
+                                + "\(row.orderID) (Apple transaction \(row.transactionID)) by \(Self.who(row.creditedBy, job: row.jobID, lookups: activity.lookups, transaction: row.transactionID)).", jobID: row.jobID))
             if let revoked = row.revokedAt {
                 events.append(Event(at: revoked, word: "revoked", text: "Refunded by Apple: transaction \(row.transactionID) taken back "
                                     + "(Apple reason \(row.revocationReason ?? "not given"))."))
@@ -58,16 +58,20 @@ struct BuyerStory {
         guard let finished = job.finishedAt, let outcome = job.outcome else {
             return Event(at: job.createdAt, word: job.state, text: "Job #\(job.id) is \(job.state) (\(job.attempts) attempt(s)\(status)).", jobID: job.id)
         }
-        let since = job.creditedSince ? "; every transaction of it is in the ledger now" : ""
-        return Event(at: finished, word: outcome, quiet: job.creditedSince, text: "Job #\(job.id) finished: \(job.state) / \(outcome)\(status)\(since).", jobID: job.id)
+        let since = job.creditedSince ? "; every transaction of it is in the ledger now"
+            : job.closedUnpaid ? "; support closed it as owed nothing since" : ""
+        return Event(at: finished, word: outcome, quiet: job.settledSince, text: "Job #\(job.id) finished: \(job.state) / \(outcome)\(status)\(since).", jobID: job.id)
     }
 
     static func product(_ productID: String, _ quantity: Int) -> String {
         quantity == 1 ? productID : "\(productID) ×\(quantity)"
     }
 
-    /// `credited_by` is `worker` for the queue's own credits, else the person (or `support` on old rows).
-    static func who(_ creditedBy: String, job: Int?) -> String {
-        creditedBy == "worker" ? "the worker" + (job.map { " (job #\($0))" } ?? "") : creditedBy
+    /// `credited_by` is `worker` for the queue's own credits, else the person (or `support` on old
+    /// rows); a person's credit of a transaction an Apple order lookup returned names that order id.
+    static func who(_ creditedBy: String, job: Int?, lookups: [OrderLookupRow] = [], transaction: String? = nil) -> String {
+        guard creditedBy != "worker" else { return "the worker" + (job.map { " (job #\($0))" } ?? "") }
+        guard let transaction, let lookup = lookups.first(where: { $0.found && $0.transactionIDs.contains(transaction) }) else { return creditedBy }
+        return "\(creditedBy) through Apple order lookup \(lookup.appleOrderID)"
     }
 }

@@ -32,11 +32,21 @@ struct ConsoleFind: Sendable {
     static let jobsByOrderSQL = "SELECT id, user_id FROM iap.jobs WHERE order_id = $1 ORDER BY id DESC LIMIT 2"
 
     /// An Apple order id is stored only by a lookup (console or `support lookup-order`): its
-    /// transactions lead on to the ledger rows, their jobs and their buyers.
+    /// transactions lead on to the ledger rows and their buyers. Apple's ids are upper case; one
+    /// typed in lower case is tried as Apple writes it too.
     static let appleOrderSQL = """
-        SELECT user_id, transaction_ids FROM iap.apple_order_lookups WHERE apple_order_id = $1 AND result = 'found' ORDER BY id DESC LIMIT 20
+        SELECT user_id, transaction_ids, apple_order_id FROM iap.apple_order_lookups
+        WHERE apple_order_id IN ($1, upper($1)) AND result = 'found' ORDER BY id DESC LIMIT 20
         """
-    static let ledgerByTransactionsSQL = "SELECT transaction_id, user_id, job_id FROM iap.credits WHERE transaction_id = ANY($1::text[])"
+    /// When the text as typed names nothing: the user ids it names in another case ("Frank" →
+    /// frank), through the orders and the alerts (migration 0034).
+    static let usersAnyCaseSQL = """
+        SELECT DISTINCT user_id FROM (
+            (SELECT user_id FROM iap.orders WHERE lower(user_id) = lower($1) LIMIT 20)
+            UNION ALL (SELECT user_id FROM iap.alerts WHERE lower(user_id) = lower($1) LIMIT 20)) AS named
+        ORDER BY user_id LIMIT 20
+        """
+    static let ledgerByTransactionsSQL = "SELECT transaction_id, user_id FROM iap.credits WHERE transaction_id = ANY($1::text[])"
 
     /// `#6` and `6` both mean job 6; anything else is looked up as typed.
     static func jobID(_ text: String) -> Int? {
@@ -55,8 +65,8 @@ struct ConsoleFind: Sendable {
         if try await client.query(Self.userSQL, [text])[0].decode(Bool.self, at: 0) {
             add(FindMatch(kind: .user, key: text, userID: text, href: Self.userHref(text)))
         }
-        // A transaction leads to the job that credited it (or raised its alert), else its buyer;
-        // an order leads to its buyer's page, where its orders, ledger and alerts are together.
+        // A transaction or an order leads to its buyer's page, where the story, the orders, the
+        // ledger and the alert with its actions are together; a transaction of no known buyer, to its job.
         for row in Array(try await client.query(Self.ledgerSQL, [text])) + Array(try await client.query(Self.alertsSQL, [text])) {
             let transaction: String? = try row.decode(at: 0)
             let order: String? = try row.decode(at: 1)
@@ -65,7 +75,7 @@ struct ConsoleFind: Sendable {
             if order == text, let user { add(FindMatch(kind: .order, key: text, userID: user, href: Self.userHref(user))) }
             else if let transaction {
                 add(FindMatch(kind: .transaction, key: transaction, userID: user,
-                              href: job.map { "/jobs/\($0)" } ?? user.map(Self.userHref) ?? "/jobs\(FormFields.query(["q": text]))"))
+                              href: user.map(Self.userHref) ?? job.map { "/jobs/\($0)" } ?? "/jobs\(FormFields.query(["q": text]))"))
             }
         }
         for row in try await client.query(Self.ordersSQL, [text]) {
@@ -81,14 +91,21 @@ struct ConsoleFind: Sendable {
             let user: String? = try row.decode(at: 1)
             add(FindMatch(kind: .order, key: text, userID: user, href: "/jobs\(FormFields.query(["q": text]))"))
         }
+        if matches.isEmpty {
+            for row in try await client.query(Self.usersAnyCaseSQL, [text]) {
+                let user: String = try row.decode(at: 0)
+                add(FindMatch(kind: .user, key: user, userID: user, href: Self.userHref(user)))
+            }
+        }
         return matches
     }
 
     /// Each transaction a lookup of the Apple order found, at its job or buyer; when none is in the
     /// ledger, the buyer the lookup named, or else the lookup page to ask Apple again (and credit).
     private func findAppleOrder(_ text: String, add: (FindMatch) -> Void) async throws {
-        var transactions: [String] = [], users: [String] = []
+        var transactions: [String] = [], users: [String] = [], appleOrderID = text
         for row in try await client.query(Self.appleOrderSQL, [text]) {
+            appleOrderID = try row.decode(at: 2)
             if let user = try row.decode(String?.self, at: 0), !users.contains(user) { users.append(user) }
             for transaction in try row.decode([String].self, at: 1) where !transactions.contains(transaction) { transactions.append(transaction) }
         }
@@ -96,13 +113,12 @@ struct ConsoleFind: Sendable {
         let ledger = Array(try await client.query(Self.ledgerByTransactionsSQL, [transactions]))
         for row in ledger {
             let user: String = try row.decode(at: 1)
-            let job: Int? = try row.decode(at: 2)
-            add(FindMatch(kind: .transaction, key: try row.decode(at: 0), userID: user, href: job.map { "/jobs/\($0)" } ?? Self.userHref(user)))
+            add(FindMatch(kind: .transaction, key: try row.decode(at: 0), userID: user, href: Self.userHref(user)))
         }
         if ledger.isEmpty {
             let user = users.count == 1 ? users[0] : nil
-            add(FindMatch(kind: .appleOrder, key: text, userID: user,
-                          href: user.map(Self.userHref) ?? "/lookup\(FormFields.query(["apple_order_id": text]))"))
+            add(FindMatch(kind: .appleOrder, key: appleOrderID, userID: user,
+                          href: user.map(Self.userHref) ?? "/lookup\(FormFields.query(["apple_order_id": appleOrderID]))"))
         }
     }
 

@@ -26,7 +26,7 @@ struct JobDetails: Sendable {
 
     func load(_ id: Int) async throws -> JobDetail? {
         guard let row = try await client.query(Self.jobSQL, [id]).first else { return nil }
-        let job = try JobSummary.decode(row)
+        guard let job = try await ClosedUnpaid.mark([try JobSummary.decode(row)], client).first else { return nil }
         let first = JobSummary.columnCount
         let transactions: [String] = try row.decode(at: first)
         return JobDetail(

@@ -18,25 +18,38 @@ public struct JobSummary: Sendable {
     /// Left paid_not_credited, but every one of its transactions is in the ledger now (credited
     /// from the console or the CLI, or by a later job): no longer broken, so not shown in red.
     public let creditedSince: Bool
+    /// Left paid_not_credited and not all credited, but support closed its alert as owed nothing
+    /// (a refund by Apple, a duplicate): not open work either, so not shown in red. Set by
+    /// ClosedUnpaid.mark after loading.
+    public internal(set) var closedUnpaid = false
+
+    /// Credited or closed since: the buyer is owed nothing more through this job.
+    public var settledSince: Bool { creditedSince || closedUnpaid }
 
     /// The columns `decode` reads, in order; never `payload`. The last is `creditedSince`: each of
     /// the job's transactions looked up in the ledger by primary key, only for paid_not_credited
     /// (false, not NULL, for a job with no outcome yet).
     static let columns = """
         id, kind, user_id, order_id, product_id, state, outcome, attempts, apple_status, last_error, created_at, finished_at, \
-        coalesce(outcome = 'paid_not_credited' AND cardinality(transaction_ids) > 0 AND NOT EXISTS (
-            SELECT 1 FROM unnest(transaction_ids) AS job_transaction(transaction_id)
-            WHERE NOT EXISTS (SELECT 1 FROM iap.credits WHERE credits.transaction_id = job_transaction.transaction_id)), false)
-            AS credited_since
+        CASE WHEN outcome = 'paid_not_credited' AND cardinality(transaction_ids) > 0
+             THEN \(allCredited("transaction_ids")) ELSE false END AS credited_since
         """
     /// How many columns come before any a caller appends.
     static let columnCount = 13
 
+    /// True when every transaction in the text[] `column` is in the ledger (by its primary key).
+    static func allCredited(_ column: String) -> String {
+        """
+        NOT EXISTS (SELECT 1 FROM unnest(\(column)) AS owed(transaction_id)
+            WHERE NOT EXISTS (SELECT 1 FROM iap.credits WHERE credits.transaction_id = owed.transaction_id))
+        """
+    }
+
     static func decode(_ row: PostgresRow) throws -> JobSummary {
         JobSummary(id: try row.decode(at: 0), kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
-                   productID: try row.decode(at: 4), state: try row.decode(at: 5), outcome: try row.decode(at: 6),
-                   attempts: try row.decode(at: 7), appleStatus: try row.decode(at: 8), lastError: try row.decode(at: 9),
-                   createdAt: try row.decode(at: 10), finishedAt: try row.decode(at: 11), creditedSince: try row.decode(at: 12))
+                          productID: try row.decode(at: 4), state: try row.decode(at: 5), outcome: try row.decode(at: 6),
+                          attempts: try row.decode(at: 7), appleStatus: try row.decode(at: 8), lastError: try row.decode(at: 9),
+                          createdAt: try row.decode(at: 10), finishedAt: try row.decode(at: 11), creditedSince: try row.decode(at: 12))
     }
 }
 

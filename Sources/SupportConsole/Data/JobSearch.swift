@@ -84,7 +84,7 @@ public struct JobSearch: Sendable {
     /// One page, newest first, and whether older jobs follow.
     public func page(_ criteria: JobSearchCriteria) async throws -> (jobs: [JobSummary], hasMore: Bool) {
         let (sql, binds) = Self.sql(criteria)
-        let jobs = try await client.query(sql, binds).map(JobSummary.decode)
+        let jobs = try await ClosedUnpaid.mark(try await client.query(sql, binds).map(JobSummary.decode), client)
         return (Array(jobs.prefix(Self.pageSize)), jobs.count > Self.pageSize)
     }
 }

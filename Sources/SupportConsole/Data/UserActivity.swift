@@ -41,7 +41,8 @@ struct UserActivityStore: Sendable {
     static let lookupsSQL = "SELECT \(OrderLookupRow.columns) FROM iap.apple_order_lookups WHERE user_id = $1 ORDER BY id DESC LIMIT $2"
 
     func load(_ userID: String, jobsBefore: Int? = nil) async throws -> UserActivity {
-        let jobs = try await client.query(Self.jobsSQL, [userID, Self.limit + 1, jobsBefore ?? Int.max]).map(JobSummary.decode)
+        let jobs = try await ClosedUnpaid.mark(try await client.query(Self.jobsSQL, [userID, Self.limit + 1, jobsBefore ?? Int.max])
+            .map(JobSummary.decode), client)
         return UserActivity(
             userID: userID,
             orders: try await client.query(Self.ordersSQL, [userID, Self.limit]).map(OrderRow.decode),

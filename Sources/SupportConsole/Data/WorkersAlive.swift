@@ -1,3 +1,4 @@
+import Foundation
 import Postgres
 
 /// Which workers are alive, from what they already write (no heartbeat table of their own):
@@ -9,6 +10,9 @@ struct WorkersAlive: Sendable {
     let names: [String]
     let leader: String?
     let connected: Int
+    /// When none is alive: the last leader and when its lease ran out (the leader renews it every
+    /// few seconds while any worker runs), so a calm-looking overview says the fleet is down.
+    var lastSeen: (leader: String, until: Date)? = nil
 
     /// Through the lease rows of claims still being worked on (migration 0029: one per claim),
     /// each checked against its jobs' own lease.
@@ -18,6 +22,8 @@ struct WorkersAlive: Sendable {
           AND state = 'running' AND lease_expires_at > now() LIMIT 100
         """
     static let leaderSQL = "SELECT leader_id FROM iap.leader WHERE expires_at > now() ORDER BY name LIMIT 10"
+    /// A few rows at most (one per leadership name), expired ones kept until the next election.
+    static let lastLeaderSQL = "SELECT leader_id, expires_at FROM iap.leader ORDER BY expires_at DESC LIMIT 1"
     static let connectedSQL = """
         SELECT count(*)::bigint FROM pg_stat_activity WHERE application_name = 'receipt-worker-work-leader' AND datname = current_database()
         """
@@ -29,7 +35,11 @@ struct WorkersAlive: Sendable {
             names.append(name)
         }
         let connected = try await client.query(Self.connectedSQL)[0].decode(Int.self, at: 0)
-        return WorkersAlive(names: names.sorted(), leader: leaders.first, connected: connected)
+        var alive = WorkersAlive(names: names.sorted(), leader: leaders.first, connected: connected)
+        if alive.count == 0, let last = try await client.query(Self.lastLeaderSQL).first {
+            alive.lastSeen = (try last.decode(String.self, at: 0), try last.decode(Date.self, at: 1))
+        }
+        return alive
     }
 
     /// Processes that hold no lease and run no job still count when their session is connected.

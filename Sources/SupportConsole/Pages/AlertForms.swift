@@ -7,15 +7,10 @@ struct AlertForms {
     let openOrders: [OpenOrders.Order]
 
     func render() -> HTML {
-        "\(refusal)\(alert.isCreditable ? credit : "")\(resolve)"
+        "\(alert.isCreditable ? credit : "")\(resolve)"
     }
 
     private var back: HTML { "<input type=\"hidden\" name=\"return_to\" value=\"\(context.returnTo)\">" }
-
-    private var refusal: HTML {
-        guard let flash = context.flash, flash.tone == "bad", flash.alertID == alert.id else { return "" }
-        return "<p class=\"notice bad inline-error\" role=\"alert\">\(flash.message)</p>"
-    }
 
     /// The confirm (console.js) names the user, product, transaction and the order chosen at submit
     /// time; without JavaScript the chosen order is the one in the form, as shown.
@@ -29,11 +24,15 @@ struct AlertForms {
                 <input type="text" name="order_id" required placeholder="order id" value="\(typed)" aria-label="Order id for alert \(alert.id)">
                 """
         } else {
-            let options = openOrders.enumerated().map { index, order -> HTML in
-                "<option value=\"\(order.orderID)\"\(HTML(trusted: index == 0 ? " selected" : ""))>\(order.orderID) · \(DisplayFormat.time(order.createdAt))</option>"
+            // One open order, or the one the receipt named, is the choice; among several, none is
+            // chosen for support (the newest is not necessarily the buyer's).
+            let preselected = openOrders.count == 1 ? openOrders[0].orderID : openOrders.first { $0.orderID == alert.orderID }?.orderID
+            let options = openOrders.map { order -> HTML in
+                "<option value=\"\(order.orderID)\"\(HTML(trusted: order.orderID == preselected ? " selected" : ""))>\(order.orderID) · \(DisplayFormat.time(order.createdAt))</option>"
             }
+            let none: HTML = preselected == nil ? "<option value=\"\" selected>choose an order…</option>" : ""
             choice = """
-                <label>open order <select name="order_choice" aria-label="Open order of \(alert.userID) for \(alert.productID)">\(options)</select></label>\
+                <label>open order <select name="order_choice" aria-label="Open order of \(alert.userID) for \(alert.productID)">\(none)\(options)</select></label>\
                 <input type="text" name="order_id" placeholder="or another order id" value="\(typed)" aria-label="Another order id for alert \(alert.id)">
                 """
         }
@@ -46,19 +45,31 @@ struct AlertForms {
     }
 
     /// Closing a paid_not_credited alert without paying leaves the buyer without what they paid
-    /// for: it asks first (and a checkbox says so without JavaScript).
+    /// for: it asks first (and a checkbox says so without JavaScript). Closing a config_error or a
+    /// receipt_replay asks too: the first does not fix the setting, the second ends a look into an account.
     private var resolve: HTML {
         let unpaid = alert.kind == "paid_not_credited"
         let check: HTML = unpaid ? """
             <label class="check"><input type="checkbox" name="confirm_no_credit" value="yes" required> the buyer is owed nothing</label>
             """ : ""
-        let confirm: HTML = unpaid ? """
-             data-confirm="Resolve without crediting? \(alert.userID) paid for \(alert.productID) (transaction \(alert.transactionID)) and gets nothing from this."
-            """ : ""
+        let confirm: HTML = confirmation.map { " data-confirm=\"\($0)\"" } ?? ""
         return """
             <form class="inline" method="post" action="/alerts/\(alert.id)/resolve"\(confirm)>\(Components.csrfField(user))\(back)\
             <input type="text" name="note" required placeholder="what was done" value="\(context.typed("note", alertID: alert.id))" \
             aria-label="Note for alert \(alert.id)">\(check)<button type="submit" class="secondary">Resolve</button></form>
             """
+    }
+
+    private var confirmation: String? {
+        switch alert.kind {
+        case "paid_not_credited":
+            "Resolve without crediting? \(alert.userID ?? "–") paid for \(alert.productID ?? "–") (transaction \(alert.transactionID ?? "–")) and gets nothing from this."
+        case "config_error":
+            "Resolve this config_error? Resolving does not fix the setting: only once the operator has fixed it (e.g. APPLE_SHARED_SECRET) "
+                + "and re-queued the jobs will they be credited; a job still failing raises it again."
+        case "receipt_replay":
+            "Resolve this receipt_replay? Nothing was credited to \(alert.userID ?? "–"); resolve only once the account has been looked into."
+        default: nil
+        }
     }
 }

@@ -20,9 +20,9 @@ struct AlertsPage {
             pager.append("<a href=\"/alerts\(FormFields.query(["kind": kind, "resolved_before": String(last.id)]))\">Older resolved →</a>")
         }
         let content: HTML = """
-            \(Components.notice(context.flash?.message, tone: context.flash?.tone ?? "ok"))\
+            \(Components.outcome(context.flash, rowShown: AlertTable.shows(open + resolved, context.flash)))\
             \(filterNote)<h2>Open</h2>\(AlertTable.kindLegend(open))\(AlertTable.render(open, user: user, actions: true, context: context, openOrders: openOrders))\
-            <h2>Resolved</h2>\(AlertTable.render(resolved, user: user, actions: false))<nav class="pager">\(pager)</nav>
+            <h2>Resolved</h2>\(AlertTable.render(resolved, user: user, actions: false, context: context))<nav class="pager">\(pager)</nav>
             """
         return Layout.page(title: kind.map { "Alerts: \($0)" } ?? "Alerts", current: "/alerts", user: user, content)
     }
@@ -42,9 +42,26 @@ enum AlertTable {
             ["<span id=\"alert-\(alert.id)\">#\(alert.id)</span>\(alert.jobID.map { id -> HTML in " <span class=\"why\">job</span> \(Components.jobLink(id))" } ?? "")", Components.badge(alert.kind, quiet: alert.state != "open", meaning: Explanations.alertKind), Components.userLink(alert.userID),
              Components.searchLink(alert.orderID), "\(alert.productID)", Components.searchLink(alert.transactionID), reason(alert),
              "\(DisplayFormat.time(alert.firstSeenAt))",
-             alert.state == "open" ? Components.badge(alert.state) : "\(Components.badge(alert.state)) \(alert.resolution)",
-             actions && user.role.mayAct && alert.state == "open" ? AlertForms(alert: alert, user: user, context: context, openOrders: openOrders.orders(for: alert)).render() : Components.jobLink(alert.jobID)]
+             alert.state == "open" ? Components.badge(alert.state) : "\(Components.badge(alert.state)) \(resolved(alert))",
+             // The outcome of a form about this alert (done, or refused and why) where the eye is: at its row.
+             "\(Components.beside(context.flash, rowID: "alert-\(alert.id)"))\(actionCell(alert, user: user, actions: actions, context: context, openOrders: openOrders))"]
         }, empty: "No alerts.")
+    }
+
+    private static func actionCell(_ alert: AlertRow, user: ConsoleUser, actions: Bool, context: FormContext, openOrders: OpenOrders) -> HTML {
+        guard actions && user.role.mayAct && alert.state == "open" else { return Components.jobLink(alert.jobID) }
+        return AlertForms(alert: alert, user: user, context: context, openOrders: openOrders.orders(for: alert)).render()
+    }
+
+    /// Whether `alerts` holds the row a form's outcome is about.
+    static func shows(_ alerts: [AlertRow], _ flash: Flash?) -> Bool {
+        guard let rowID = flash?.rowID else { return false }
+        return alerts.contains { "alert-\($0.id)" == rowID }
+    }
+
+    /// When and how it was resolved.
+    private static func resolved(_ alert: AlertRow) -> HTML {
+        "<span class=\"why block\">at \(DisplayFormat.time(alert.resolvedAt))</span> \(alert.resolution)"
     }
 
     /// The machine word and, beside it, what it means.

@@ -31,7 +31,7 @@ struct JobPage {
     /// The state's and the outcome's meaning, written out (not only a tooltip: phones have none).
     private var meaning: HTML {
         let job = detail.job
-        let words = job.creditedSince ? [] : [job.state, job.outcome].compactMap { $0 }
+        let words = job.settledSince ? [] : [job.state, job.outcome].compactMap { $0 }
         let lines = words.compactMap { word in Explanations.word(word).map { "\(word): \($0)" } }
         return HTML.join(lines.map { line -> HTML in "<span class=\"why block\">\(line)</span>" })
     }
@@ -42,11 +42,11 @@ struct JobPage {
     }
 
     private var creditedSinceNote: HTML {
-        guard detail.job.creditedSince else { return "" }
-        return """
-             <span class="note">It ended \(detail.job.state) / \(detail.job.outcome), but every one of its transactions \
-            has been credited since (see the ledger rows below): nothing is owed.</span>
-            """
+        let job = detail.job
+        guard job.settledSince else { return "" }
+        let since: HTML = job.creditedSince ? "every one of its transactions has been credited since (see the ledger rows below)"
+            : "support closed its alert without crediting (see the alert's note below)"
+        return " <span class=\"note\">It ended \(job.state) / \(job.outcome), but \(since): nothing is owed.</span>"
     }
 
     /// A finished job never runs again: its run_at is history, not a schedule.

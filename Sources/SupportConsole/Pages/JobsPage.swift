@@ -19,7 +19,7 @@ struct JobsPage {
         }
         let table = Components.table(["job", "kind", "user", "order", "state", "outcome", "attempts", "created"], rows,
                                      empty: "No jobs match.")
-        let words = jobs.flatMap { job -> [String?] in job.creditedSince ? ["resolved", "credited since"] : [job.state, job.outcome] }
+        let words = jobs.flatMap { job -> [String?] in job.settledSince ? ["resolved", Components.settledWord(job)] : [job.state, job.outcome] }
         return Layout.page(title: "Jobs", current: "/jobs", user: user, "\(form)\(Components.legend(words))\(table)\(pager)")
     }
 

@@ -9,8 +9,8 @@ struct OverviewPage {
     let hour: ThroughputWindow
     let day: ThroughputWindow
     let now: Date
-    /// Of the attention jobs, those whose payment is in the ledger now (not broken any more).
-    var creditedSince = 0
+    /// Of the attention jobs, those settled since (credited, or closed as owed nothing): not open work.
+    var settledSince = SettledSince()
     var workers = WorkersAlive(names: [], leader: nil, connected: 0)
 
     func render(_ user: ConsoleUser) -> HTML {
@@ -19,16 +19,17 @@ struct OverviewPage {
             // Each tile opens the jobs list filtered to its state.
             return """
                 <div class="tile"><dt><a href="/jobs\(FormFields.query(["state": state]))">\(Components.badge(state))</a></dt>\
-                <dd>\(approx)\(queue.jobsByState[state] ?? 0)\(state == "attention" ? creditedNote : "")</dd></div>
+                \(Self.count(queue.jobsByState[state] ?? 0, prefix: approx))\(state == "attention" ? settledNote : "")</dd></div>
                 """
         })
         let alerts = HTML.join(openAlerts.sorted { $0.key < $1.key }.map { kind, count -> HTML in
             """
             <div class="tile"><dt><a href="/alerts\(FormFields.query(["kind": kind]))">\(Components.badge(kind, meaning: Explanations.alertKind))</a></dt>\
-            <dd>\(count)</dd></div>
+            \(Self.count(count))</dd></div>
             """
         })
         let content: HTML = """
+            \(OverviewFirst(openAlerts: openAlerts, workers: workers, hour: hour).render())
             <div class="grid">
             <section class="card"><h2>Jobs by state</h2><dl class="stats">\(states)\
             <div><dt>oldest queued</dt><dd>\(DisplayFormat.age(queue.oldestQueuedAgeSeconds))</dd></div></dl></section>
@@ -43,9 +44,25 @@ struct OverviewPage {
         return Layout.page(title: "Overview", current: "/", user: user, refreshSeconds: 30, content)
     }
 
-    private var creditedNote: HTML {
-        guard creditedSince > 0 else { return "" }
-        return " <span class=\"why block\">\(creditedSince) of them credited since</span>"
+    /// A count's opening `<dd>`: a zero is quiet (greyed), so the counts that matter stand out.
+    private static func count(_ value: Int, prefix: String = "") -> HTML {
+        "<dd\(HTML(trusted: value == 0 ? " class=\"zero\"" : ""))>\(prefix)\(value)"
+    }
+
+    /// "3 still open: 1 credited since, 1 closed as owed nothing": the attention count keeps the
+    /// queue's own figure, and this says how much of it is still work.
+    private var settledNote: HTML {
+        guard settledSince.total > 0 else { return "" }
+        let open = max(0, (queue.jobsByState["attention"] ?? 0) - settledSince.total)
+        var settled: [String] = []
+        if settledSince.credited > 0 { settled.append("\(settledSince.credited) credited since") }
+        if settledSince.closedUnpaid > 0 { settled.append("\(settledSince.closedUnpaid) closed as owed nothing") }
+        return " <span class=\"why block\">\(open) still open: \(settled.joined(separator: ", "))</span>"
+    }
+
+    private func errorRateNote(_ window: ThroughputWindow) -> HTML {
+        guard OverviewFirst.appleErrorRateIsHigh(window) else { return "" }
+        return " <span class=\"why block\">high: Apple is failing or slow (flagged from \(Int(OverviewFirst.appleErrorRateFlag * 100)) %)</span>"
     }
 
     /// Five clock times (UTC) under the bars: the oldest bucket, three between, and the newest.
@@ -60,7 +77,8 @@ struct OverviewPage {
         return """
             <section class="card"><h2>\(title)</h2>
             <dl class="stats"><div><dt>finished</dt><dd>\(window.finished)</dd></div>\
-            <div><dt>Apple error rate</dt><dd>\(DisplayFormat.percent(window.retried, of: window.finished))</dd></div></dl>
+            <div\(HTML(trusted: OverviewFirst.appleErrorRateIsHigh(window) ? " class=\"flag\"" : ""))><dt>Apple error rate</dt>\
+            <dd>\(DisplayFormat.percent(window.retried, of: window.finished))\(errorRateNote(window))</dd></div></dl>
             \(SVGChart.bars(series, caption: "Jobs finished per \(bucketWord)", axis: axis(window)))
             \(SVGChart.labelledBars(window.byOutcome.map { ($0.outcome, $0.count) }, caption: "Outcomes"))
             <p class="empty">Apple error rate: the share of finished jobs that met an Apple error, timeout or retryable status before their outcome.</p>

@@ -11,10 +11,12 @@ struct StorySection {
             let word: HTML = event.word.map { "\(Components.badge($0, quiet: event.quiet)) " } ?? ""
             return "<li><time>\(DisplayFormat.time(event.at))</time> <span>\(word)\(event.text)\(job)</span></li>"
         }
+        let verdict = BuyerVerdict.of(activity)
         let timeline: HTML = items.isEmpty ? "<p class=\"empty\">Nothing recorded for this user yet.</p>" : "<ol class=\"timeline\">\(items)</ol>"
         return """
             <section class="card story" aria-labelledby="verdict-heading"><h2 id="verdict-heading">Verdict</h2>\
-            <p class="verdict" id="verdict" title="Click once to select it all, then copy">\(BuyerVerdict.of(activity))</p>\
+            <p class="verdict" id="verdict" title="Click once to select it all, then copy">\(verdict.line)</p>\
+            <p class="verdict-detail"><span class="why">For support, not the buyer:</span> \(verdict.detail)</p>\
             <h2>Story</h2>\(timeline)</section>
             """
     }

@@ -14,7 +14,7 @@ struct UserPage {
              Components.jobStatus(job).outcome, "\(DisplayFormat.time(job.createdAt))"]
         }, empty: "No jobs.")
         let content: HTML = """
-            \(Components.notice(context.flash?.message, tone: context.flash?.tone ?? "ok"))\(StorySection(activity: activity).render())<h2>Orders</h2>\(orders)<h2>Ledger</h2>\(LedgerTable.render(activity.ledger))\
+            \(Components.outcome(context.flash, rowShown: AlertTable.shows(activity.alerts, context.flash)))\(StorySection(activity: activity).render())<h2>Orders</h2>\(orders)<h2>Ledger</h2>\(LedgerTable.render(activity.ledger))\
             <h2>Refunds</h2>\(LedgerTable.render(activity.refunds))\
             <h2>Alerts</h2>\(AlertTable.render(activity.alerts, user: user, actions: true, context: context, openOrders: openOrders))<h2>Jobs</h2>\(Components.legend(jobWords))\(jobs)\(olderJobs)
             """
@@ -22,7 +22,7 @@ struct UserPage {
     }
 
     private var jobWords: [String?] {
-        activity.jobs.flatMap { job -> [String?] in job.creditedSince ? ["resolved", "credited since"] : [job.state, job.outcome] }
+        activity.jobs.flatMap { job -> [String?] in job.settledSince ? ["resolved", Components.settledWord(job)] : [job.state, job.outcome] }
     }
 
     /// The list stops at a page of jobs; say so and link on rather than cutting it silently.

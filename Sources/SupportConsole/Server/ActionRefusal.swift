@@ -12,13 +12,15 @@ struct ActionRefusal: Error {
         self.alertID = alertID
     }
 
-    init(_ refusal: SupportError, alertID: Int, verb: String) {
+    /// `alertID` is nil for a credit from an Apple order lookup, which names no alert.
+    init(_ refusal: SupportError, alertID: Int?, verb: String) {
+        let alert = alertID.map { "alert #\($0)" } ?? "the alert"
         let why: String = switch refusal {
-        case .alertNotFound: "there is no alert #\(alertID) (it may have been removed; reload the list)."
-        case .alertNotOpen: "alert #\(alertID) was already resolved, perhaps by a colleague a moment ago; nothing was changed."
+        case .alertNotFound: "there is no \(alert) (it may have been removed; reload the list)."
+        case .alertNotOpen: "\(alert) was already resolved, perhaps by a colleague a moment ago; nothing was changed."
         case .notCreditable(let reason): "this alert cannot be credited (\(reason)); resolve it with a note instead."
-        case .orderNotFound(let order): "there is no order \(order); check the id against the buyer's open orders."
-        case .orderMismatch(let reason): "\(reason)."
+        case .orderNotFound(let order): "there is no order \(order); check the id against the buyer's open orders (their user page lists them)."
+        case .orderMismatch(let reason): "\(reason); nothing was changed."
         case .noCreditNotConfirmed: "the buyer paid and was not credited; tick “the buyer is owed nothing” to close it without "
             + "crediting, or credit it to an order instead."
         }

@@ -71,32 +71,49 @@ extension ConsoleApp {
         })
         router.post("/lookup/credit", action { _, _, user, form in
             try await answer(form, user: user, back: "/lookup", typed: ["apple_order_id", "user_id", "order_id", "transaction_id"]) {
-                let lookup = try requireLookup()
-                let appleOrderID = try appleOrderIDField(form)
-                let transactionID = try form.required("transaction_id", label: "The transaction id", maxLength: 64)
-                let userID = try form.required("user_id", label: "The user id", maxLength: 500)
-                let orderID = try form.required("order_id", label: "The order id", maxLength: 200)
-                let target = "transaction:\(transactionID)"
-                let details = ["apple_order_id": appleOrderID, "user_id": userID, "order_id": orderID]
-                do {
-                    let result = try await lookup.credit(appleOrderID: appleOrderID, transactionID: transactionID, userID: userID,
-                                                         orderID: orderID, actor: user.name) { connection, result in
-                        try await lookups.credited(on: connection, appleOrderID: appleOrderID, transactionID: transactionID,
-                                                   userID: userID, actor: user.name)
-                        try await audit.insert(on: connection, actor: user.name, action: "lookup_credit", target: target,
-                                               details: details.merging(["result": result]) { $1 })
-                    }
-                    audit.logLine(actor: user.name, action: "lookup_credit", target: target, details: details.merging(["result": result]) { $1 })
-                    let transactions = try await lookup.lookUp(appleOrderID: appleOrderID)
-                    return Flash(message: "Transaction \(transactionID): \(result).", tone: "ok",
-                                 fields: ["apple_order_id": appleOrderID], lookup: LookupShown(appleOrderID: appleOrderID, transactions: transactions))
-                } catch let failure as OrderLookupError {
-                    try await audit.record(actor: user.name, action: "lookup_credit", target: target,
-                                           details: details.merging(["result": "refused", "reason": failure.description]) { $1 })
-                    throw ActionRefusal(failure)
-                }
+                try await creditFromLookup(form, user: user)
             }
         })
+    }
+
+    /// A transaction from an Apple order lookup credited to a buyer's order: the same exactly-once
+    /// ledger write, refusals and audit as an alert's credit. Done or refused, the lookup's result
+    /// comes back with the outcome beside the transaction's row.
+    private func creditFromLookup(_ form: FormFields, user: ConsoleUser) async throws -> Flash {
+        let lookup = try requireLookup()
+        let appleOrderID = try appleOrderIDField(form)
+        let transactionID = try form.required("transaction_id", label: "The transaction id", maxLength: 64)
+        let userID = try form.required("user_id", label: "The user id", maxLength: 500)
+        let orderID = try form.required("order_id", label: "The order id", maxLength: 200)
+        let target = "transaction:\(transactionID)"
+        let details = ["apple_order_id": appleOrderID, "user_id": userID, "order_id": orderID]
+        let refusal: ActionRefusal
+        do {
+            let result = try await lookup.credit(appleOrderID: appleOrderID, transactionID: transactionID, userID: userID,
+                                                 orderID: orderID, actor: user.name) { connection, result in
+                try await audit.insert(on: connection, actor: user.name, action: "lookup_credit", target: target,
+                                       details: details.merging(["result": result]) { $1 })
+            }
+            audit.logLine(actor: user.name, action: "lookup_credit", target: target, details: details.merging(["result": result]) { $1 })
+            return Flash(message: "Transaction \(transactionID) of Apple order \(appleOrderID), for user \(userID): \(result).", tone: "ok",
+                         fields: ["apple_order_id": appleOrderID, "transaction_id": transactionID],
+                         lookup: try await shownAgain(appleOrderID, lookup))
+        } catch let failure as OrderLookupError {
+            refusal = ActionRefusal(failure)
+        } catch let failure as SupportError {
+            // A mistyped order, or another buyer's: the ledger's rules, said in support's words.
+            refusal = ActionRefusal(failure, alertID: nil, verb: "Not credited")
+        }
+        try await audit.record(actor: user.name, action: "lookup_credit", target: target,
+                               details: details.merging(["result": "refused", "reason": refusal.message]) { $1 })
+        var flash = Flash(message: refusal.message, tone: "bad", lookup: try? await shownAgain(appleOrderID, lookup))
+        flash.fields = ["apple_order_id": appleOrderID, "transaction_id": transactionID, "user_id": userID, "order_id": orderID]
+        return flash
+    }
+
+    /// The lookup's result as it stands now (Apple asked again: the ledger column may have changed).
+    private func shownAgain(_ appleOrderID: String, _ lookup: any AppleOrderLookup) async throws -> LookupShown {
+        LookupShown(appleOrderID: appleOrderID, transactions: try await lookup.lookUp(appleOrderID: appleOrderID))
     }
 
     /// Runs a form's work and redirects back to where the form was (its `return_to` field, a path
@@ -116,7 +133,7 @@ extension ConsoleApp {
             flash.fields = Dictionary(uniqueKeysWithValues: typed.compactMap { name in form.text(name).map { (name, $0) } })
         }
         let token = try await flashes.put(flash, session: user.csrfToken)
-        return Responses.redirect(ReturnPath.with(back, flash: token, alertID: flash.alertID))
+        return Responses.redirect(ReturnPath.with(back, flash: token))
     }
 
     private static func creditOutcome(_ result: ManualCreditResult) -> String {
@@ -136,12 +153,13 @@ extension ConsoleApp {
         return lookup
     }
 
-    /// Apple order ids are short letters and digits (e.g. MK5TTTVWJH).
+    /// Apple order ids are short letters and digits (e.g. MK5TTTVWJH), in upper case as Apple writes
+    /// them: one typed in lower case is asked for, kept and found again as Apple's.
     private func appleOrderIDField(_ form: FormFields) throws -> String {
         let id = try form.required("apple_order_id", label: "The Apple order id", maxLength: 64)
         guard id.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }) else {
             throw BadRequest("An Apple order id holds only letters and digits (like MK5TTTVWJH, from the buyer's receipt e-mail).")
         }
-        return id
+        return id.uppercased()
     }
 }

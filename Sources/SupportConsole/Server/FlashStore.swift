@@ -13,6 +13,12 @@ struct Flash: Sendable, Codable {
     /// The alert a credit or resolve was about, so its row carries the message.
     var alertID: Int? = nil
     var lookup: LookupShown? = nil
+
+    /// The row the outcome belongs beside: the alert's, or the looked-up transaction's.
+    var rowID: String? {
+        if let alertID { return "alert-\(alertID)" }
+        return lookup == nil ? nil : fields["transaction_id"].map { "transaction-\($0)" }
+    }
 }
 
 /// A lookup's answer, shown on the page the lookup redirects to.
@@ -22,7 +28,8 @@ struct LookupShown: Sendable, Codable {
 }
 
 /// Form results in `iap.console_form_results`, so any console process behind a load balancer can
-/// show what another one did: under a random token, for ten minutes, read once, and only by the
+/// show what another one did: under a random token, for ten minutes, read once (a lookup's result
+/// for all ten), and only by the
 /// session that posted the form (a token from another session, a used or an expired one reads as
 /// nothing and the page asks to try again). Each put sweeps a few expired rows, oldest first.
 struct FlashStore: Sendable {
@@ -36,10 +43,15 @@ struct FlashStore: Sendable {
         INSERT INTO iap.console_form_results (token, session_hash, result, expires_at)
         VALUES ($1, sha256(convert_to($2, 'UTF8')), $3::jsonb, now() + make_interval(secs => $4))
         """
+    /// A lookup's result stays readable for its ten minutes (Back and reload show it again, and
+    /// Apple is not asked again); any other result is read once.
     static let takeSQL = """
-        DELETE FROM iap.console_form_results
-        WHERE token = $1 AND session_hash = sha256(convert_to($2, 'UTF8')) AND expires_at > now()
-        RETURNING result::text
+        WITH found AS (
+            SELECT token, result FROM iap.console_form_results
+            WHERE token = $1 AND session_hash = sha256(convert_to($2, 'UTF8')) AND expires_at > now()),
+        used AS (
+            DELETE FROM iap.console_form_results WHERE token = (SELECT token FROM found WHERE NOT result ? 'lookup'))
+        SELECT result::text FROM found
         """
 
     /// `session` is the session's CSRF token: secret, one per session, and carried by every page.
@@ -50,7 +62,8 @@ struct FlashStore: Sendable {
         return token
     }
 
-    /// The result once: a reload of the page shows it no more (the change it reports is on the page itself).
+    /// The result once (a lookup's for ten minutes): a reload of the page shows it no more (the
+    /// change it reports is on the page itself).
     func take(_ token: String?, session: String) async throws -> Flash? {
         guard let token, token.count <= 64 else { return nil }
         guard let row = try await client.query(Self.takeSQL, [token, session]).first else { return nil }
@@ -66,11 +79,11 @@ enum ReturnPath {
         return value
     }
 
-    /// `path` with the flash token (replacing an older one) and the alert's row in view.
-    static func with(_ path: String, flash token: String, alertID: Int? = nil) -> String {
+    /// `path` with the flash token (replacing an older one), scrolled to the outcome (beside its row).
+    static func with(_ path: String, flash token: String) -> String {
         let parts = path.prefix { $0 != "#" }.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let query = parts.count > 1 ? parts[1].split(separator: "&").map(String.init).filter { !$0.hasPrefix("flash=") } : []
-        return parts[0] + "?" + (query + ["flash=" + token]).joined(separator: "&") + (alertID.map { "#alert-\($0)" } ?? "")
+        return parts[0] + "?" + (query + ["flash=" + token]).joined(separator: "&") + "#\(Components.outcomeID)"
     }
 }
 

@@ -15,10 +15,10 @@ extension ConsoleApp {
             async let alerts = AlertStatistics.openByKind(client)
             async let hour = ThroughputStore(client: client).lastHour()
             async let day = ThroughputStore(client: client).lastDay()
-            async let creditedSince = CreditedSince.count(client)
+            async let settledSince = SettledSince.count(client)
             async let workers = WorkersAlive.load(client)
             let page = OverviewPage(queue: try await queue, openAlerts: try await alerts, hour: try await hour, day: try await day, now: Date(),
-                                    creditedSince: try await creditedSince, workers: try await workers)
+                                    settledSince: try await settledSince, workers: try await workers)
             return Responses.html(page.render(user))
         })
         router.get("/jobs", readable { _, _, user, form in
@@ -77,10 +77,8 @@ extension ConsoleApp {
             let result = context.flash?.lookup
             let typed = context.flash?.fields["apple_order_id"] ?? form.text("apple_order_id")
             let expired = form.text("flash") != nil && context.flash == nil
-            let notice = expired ? (text: "That result is shown once and for ten minutes; look the order id up again to see it.", tone: "bad")
-                : context.flash.map { (text: $0.message, tone: $0.tone) }
             return Responses.html(LookupPage(available: lookup != nil, appleOrderID: result?.appleOrderID, typed: typed,
-                                             transactions: result?.transactions ?? [], notice: notice).render(user))
+                                             transactions: result?.transactions ?? [], flash: context.flash, expired: expired).render(user))
         })
     }
 }

@@ -26,12 +26,21 @@ enum Components {
         return "<a href=\"/jobs\(FormFields.query(["q": text]))\">\(text)</a>"
     }
 
-    /// A job's state and outcome; a paid_not_credited job whose payment is in the ledger now reads
-    /// as credited (with what it was in the tooltip), not as red attention.
+    /// A job's state and outcome; a paid_not_credited job whose payment is in the ledger now, or
+    /// whose alert support closed as owed nothing, reads as settled (with what it was in the
+    /// tooltip), not as red attention.
     static func jobStatus(_ job: JobSummary) -> (state: HTML, outcome: HTML) {
-        guard job.creditedSince else { return (badge(job.state), badge(job.outcome)) }
-        let was = "Was \(job.state) / \(job.outcome ?? "–"); every transaction of this job is in the ledger now."
-        return ("<span class=\"badge ok\" title=\"\(was)\">resolved</span>", "<span class=\"badge ok\" title=\"\(was)\">credited since</span>")
+        guard job.settledSince else { return (badge(job.state), badge(job.outcome)) }
+        let since = job.creditedSince ? "every transaction of this job is in the ledger now."
+            : "support closed its alert: the buyer is owed nothing (see the alert's note)."
+        let was = "Was \(job.state) / \(job.outcome ?? "–"); \(since)"
+        return ("<span class=\"badge ok\" title=\"\(was)\">resolved</span>",
+                "<span class=\"badge ok\" title=\"\(was)\">\(settledWord(job))</span>")
+    }
+
+    /// "credited since" or "owed nothing", as the legend explains them.
+    static func settledWord(_ job: JobSummary) -> String {
+        job.creditedSince ? "credited since" : "owed nothing"
     }
 
     /// "What these words mean" for the words a page shows, each with what to do: a disclosure
@@ -69,6 +78,24 @@ enum Components {
     static func notice(_ text: String?, tone: String = "ok") -> HTML {
         guard let text else { return "" }
         return "<p class=\"notice \(tone)\" role=\"status\">\(text)</p>"
+    }
+
+    /// The element a form's redirect scrolls to (`#outcome`): the outcome beside its row, else at the top.
+    static let outcomeID = "outcome"
+
+    /// A form's outcome at the top of the page, in its live region: shown there when the page has
+    /// no row for it, else only read out (visually hidden), since `beside` shows it at the row.
+    static func outcome(_ flash: Flash?, rowShown: Bool) -> HTML {
+        guard let flash else { return "" }
+        let place: HTML = rowShown ? " visually-hidden" : ""
+        let anchor: HTML = rowShown ? "" : " id=\"\(outcomeID)\" tabindex=\"-1\""
+        return "<p class=\"notice \(flash.tone)\(place)\" role=\"status\" aria-live=\"polite\"\(anchor)>\(flash.message)</p>"
+    }
+
+    /// The outcome (done, or refused and why) beside the row `rowID` it is about.
+    static func beside(_ flash: Flash?, rowID: String) -> HTML {
+        guard let flash, flash.rowID == rowID else { return "" }
+        return "<p class=\"notice \(flash.tone) beside\" id=\"\(outcomeID)\" tabindex=\"-1\">\(flash.message)</p>"
     }
 
     /// A select whose options are fixed words; `selected` is a validated filter value.

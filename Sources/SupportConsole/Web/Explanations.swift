@@ -10,7 +10,7 @@ enum Explanations {
         "done": "Finished; see the outcome.",
         "failed": "Finished: Apple or our checks rejected the purchase for good; see the outcome. Retrying will not change it.",
         "attention": "Finished, but a person must act: see the outcome and the job's alert.",
-        "resolved": "It needed a person, and the payment is in the ledger now: nothing is owed.",
+        "resolved": "It needed a person, and it is settled now (the payment is in the ledger, or support closed it as owed nothing).",
     ]
 
     static let outcomes: [String: String] = [
@@ -32,11 +32,13 @@ enum Explanations {
         "config_error": "Apple refused our own configuration (e.g. status 21004, a wrong shared secret). An operator must fix the settings.",
         "consumption_failed": "A refund request's consumption information could not be sent; see the alert.",
         "credited since": "Every transaction of this job was credited after it ended (from the console, the CLI or a later job).",
+        "owed nothing": "Support closed this payment's alert without crediting it (the buyer is owed nothing, e.g. Apple refunded it); "
+            + "the alert's note says who and why.",
     ]
 
     static let alertKinds: [String: String] = [
         "paid_not_credited": "Apple says the buyer paid; no order could take the payment. Find the buyer's order and credit the payment to it "
-            + "(support role, or `alerts credit`: the same ledger write, never twice); that resolves the alert.",
+            + "(support role, or the command receipt-worker alerts credit: the same ledger write, never twice); that resolves the alert.",
         "receipt_replay": "A receipt already credited to one user was sent by another. Nothing was credited; look into the account, then resolve with a note.",
         "config_error": "Apple answered 21004 or refused our credentials: an operator fixes the setting (e.g. APPLE_SHARED_SECRET) and re-queues the jobs.",
         "consumption_failed": "Apple asked about a refund request and the answer could not be sent in its 12-hour window (or Apple refused it). "

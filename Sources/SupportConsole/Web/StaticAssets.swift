@@ -39,11 +39,20 @@ enum StaticAssets {
         .stats div { background: var(--wash); border-radius: 6px; padding: .4rem .6rem; }
         .stats dt { font-size: .8rem; color: var(--muted); }
         .stats dd { margin: 0; font-size: 1.2rem; font-weight: 600; }
+        .stats dd.zero { color: var(--muted); font-weight: 400; }
+        .stats div.flag { background: #fbe2e0; } .stats div.flag dd { color: var(--bad); }
+        ol.first { margin: 0; padding-left: 1.4rem; } ol.first li { padding: .2rem 0; }
+        p.calm { margin: 0; color: var(--ok); }
         .scroll { overflow-x: auto; }
         table { width: 100%; border-collapse: collapse; background: var(--paper); font-size: .9rem; }
         th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
         th { font-size: .78rem; text-transform: uppercase; letter-spacing: .03em; color: var(--muted); white-space: nowrap; }
         td { overflow-wrap: break-word; }
+        /* Ids (a hostile user id has no spaces) may break anywhere; product names and words do not. */
+        td[data-label=user], td[data-label=order], td[data-label=transaction] { overflow-wrap: anywhere; }
+        /* The action cell keeps its forms within the table at laptop width: fields share its width. */
+        td[data-label=""] { min-width: 15rem; }
+        td form.inline select, td form.inline input[type=text] { flex: 1 1 9rem; width: 9rem; max-width: 100%; }
         .card h2:first-child { margin-top: 0; }
         .badge { display: inline-block; padding: 0 .45rem; border-radius: 999px; font-size: .8rem; white-space: nowrap; background: #e8ebf0; }
         .badge.ok { background: #dff3e7; color: var(--ok); }
@@ -51,12 +60,17 @@ enum StaticAssets {
         .badge.bad { background: #fbe2e0; color: var(--bad); }
         .notice { padding: .55rem .8rem; border-radius: 6px; background: #dff3e7; color: var(--ok); }
         .notice.bad { background: #fbe2e0; color: var(--bad); }
-        .notice.inline-error { margin: .2rem 0; font-size: .9rem; }
+        .notice.beside { margin: .2rem 0; font-size: .9rem; scroll-margin-top: 4rem; }
+        .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
         .note, .why { color: var(--muted); font-size: .85rem; }
         .why.block { display: block; }
         label.check { color: var(--ink); }
         details.legend { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: .5rem .9rem; margin-bottom: .8rem; }
-        details.legend summary { cursor: pointer; min-height: 44px; display: flex; align-items: center; }
+        /* A link's look and a disclosure arrow: it opens, it is not a heading. */
+        details.legend summary { cursor: pointer; min-height: 44px; display: flex; align-items: center; gap: .35rem; color: var(--accent);
+                                 text-decoration: underline; text-underline-offset: .2em; }
+        details.legend summary::before { content: "▸"; text-decoration: none; display: inline-block; }
+        details.legend[open] summary::before { content: "▾"; }
         .empty { color: var(--muted); font-style: italic; }
         form.inline { display: flex; flex-wrap: wrap; gap: .35rem; align-items: center; margin: .2rem 0; }
         form.search { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; }
@@ -87,7 +101,7 @@ enum StaticAssets {
         @media (pointer: coarse), (max-width: 640px) {
             button, input[type=text], input[type=search], input[type=password], select, summary { min-height: 44px; }
             header.top nav a, .pager a, header.top .brand { display: inline-flex; align-items: center; min-height: 44px; }
-            td a, dd a, .filter a, .next-steps a, ol.timeline a { display: inline-flex; align-items: center; min-height: 44px; }
+            td a, dd a, .filter a, .next-steps a, ol.timeline a, ol.first a { display: inline-flex; align-items: center; min-height: 44px; }
             label.check input { width: 24px; height: 24px; }
             label.check { min-height: 44px; }
             form.inline input[type=text] { flex: 1 1 12rem; }
@@ -98,7 +112,15 @@ enum StaticAssets {
         @media (max-width: 640px) {
             body { font-size: 14px; }
             main { padding: .6rem; }
-            header.top .who { margin-left: 0; width: 100%; }
+            /* Two rows before the content: the brand and the find box, then the sections (scrolling
+               sideways) and sign out. The signed-in name is left to the laptop header. */
+            header.top { padding: .3rem .5rem; gap: .3rem .5rem; }
+            header.top .brand { font-size: .85rem; }
+            header.top form.find { flex: 1 1 8rem; min-width: 0; }
+            header.top form.find input { flex: 1 1 auto; min-width: 0; width: 100%; }
+            header.top nav { order: 2; flex: 1 1 12rem; min-width: 0; flex-wrap: nowrap; overflow-x: auto; white-space: nowrap; gap: .9rem; }
+            header.top .who { order: 3; margin-left: 0; }
+            header.top .who span { display: none; }
             table, thead, tbody, tr, td { display: block; }
             thead { display: none; }
             tr { border-bottom: 1px solid var(--line); padding: .4rem 0; }
@@ -130,8 +152,12 @@ enum StaticAssets {
               var typed = form.querySelector('input[name=order_id]');
               var chosen = form.querySelector('select[name=order_choice]');
               var order = (typed && typed.value.trim()) || (chosen && chosen.value) || '?';
+              // An Apple order lookup's credit names the user typed beside it, and the Apple order.
+              var user = form.querySelector('input[name=user_id]');
+              var appleOrder = form.getAttribute('data-apple-order');
               question = 'Credit ' + form.getAttribute('data-product') + ' (Apple transaction ' + form.getAttribute('data-transaction') +
-                ') of user ' + form.getAttribute('data-user') + ' to order ' + order + '?';
+                (appleOrder ? ', Apple order ' + appleOrder : '') + ') of user ' + ((user && user.value.trim()) || form.getAttribute('data-user')) +
+                ' to order ' + order + '?';
             }
             if (question && !window.confirm(question)) { event.preventDefault(); }
           });
