@@ -39,7 +39,7 @@ struct ConsoleFind: Sendable {
         WHERE apple_order_id IN ($1, upper($1)) AND result = 'found' ORDER BY id DESC LIMIT 20
         """
     /// When the text as typed names nothing: the user ids it names in another case ("Frank" →
-    /// frank), through the orders and the alerts (migration 0034).
+    /// frank), through the orders and the alerts (migration 0036).
     static let usersAnyCaseSQL = """
         SELECT DISTINCT user_id FROM (
             (SELECT user_id FROM iap.orders WHERE lower(user_id) = lower($1) LIMIT 20)
