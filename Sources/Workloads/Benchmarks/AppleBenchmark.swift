@@ -140,6 +140,15 @@ public struct AppleBenchmark: Sendable {
             "APPLE_VERIFY_RECEIPT_SANDBOX_URL": outsideApple ?? simulator.sandboxURL.absoluteString,
             "WORKER_CONCURRENCY": "\(concurrency)", "CLAIM_BATCH": "\(claimBatch)", "APPLE_TIMEOUT_SECONDS": "10",
         ])
+        // A run that throws must not leave its worker behind (it would poll a removed cluster forever).
+        var stopped = false
+        defer {
+            if !stopped {
+                kill(worker, SIGKILL)
+                var status: Int32 = 0
+                waitpid(worker, &status, 0)
+            }
+        }
         try await Task.sleep(for: .milliseconds(500)) // the worker is up and listening before the burst
         let statistics = StatementStatistics(client: client)
         let counting = await statistics.reset()
@@ -194,6 +203,7 @@ public struct AppleBenchmark: Sendable {
         kill(worker, SIGTERM)
         var status: Int32 = 0
         waitpid(worker, &status, 0)
+        stopped = true
         if outsideApple == nil { await simulator.shutdown() }
         // The run lasts from the enqueue's commit to the last job's completion, both read off the
         // database's clock; the 100 ms poll above only notices the end (it would add up to a poll).
