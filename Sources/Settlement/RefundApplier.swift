@@ -20,13 +20,15 @@ public struct RefundApplier: MaintenanceTask {
         self.logger = logger
     }
 
-    /// The waiting refunds are locked first, so a second leader (briefly) waits and then finds
-    /// them applied. A credit already revoked (another REFUND of the same transaction) marks the
-    /// kept refund applied without a second revocation; one not yet credited stays waiting.
+    /// Only kept refunds whose credit has landed are picked: refunds of transactions never
+    /// credited stay waiting and never crowd out the batch. They are locked first, so a second
+    /// leader (briefly) waits and then finds them applied. A credit already revoked (another
+    /// REFUND of the same transaction) marks the kept refund applied without a second revocation.
     static let applySQL = """
         WITH waiting AS (
-            SELECT transaction_id, revoked_at, revocation_reason FROM iap.refunds_before_credit
-            WHERE applied_at IS NULL ORDER BY transaction_id LIMIT 1000 FOR UPDATE
+            SELECT r.transaction_id, r.revoked_at, r.revocation_reason FROM iap.refunds_before_credit AS r
+            WHERE r.applied_at IS NULL AND EXISTS (SELECT 1 FROM iap.credits AS c WHERE c.transaction_id = r.transaction_id)
+            ORDER BY r.transaction_id LIMIT 1000 FOR UPDATE OF r
         ), revoked AS (
             UPDATE iap.credits AS c SET revoked_at = coalesce(w.revoked_at, now()), revocation_reason = w.revocation_reason
             FROM waiting AS w
@@ -34,8 +36,7 @@ public struct RefundApplier: MaintenanceTask {
             RETURNING c.transaction_id, c.order_id, c.user_id, c.revocation_reason
         ), applied AS (
             UPDATE iap.refunds_before_credit AS r SET applied_at = now()
-            FROM waiting AS w JOIN iap.credits AS c ON c.transaction_id = w.transaction_id
-            WHERE r.transaction_id = w.transaction_id
+            FROM waiting AS w WHERE r.transaction_id = w.transaction_id
         )
         SELECT transaction_id, order_id, user_id, revocation_reason FROM revoked
         """

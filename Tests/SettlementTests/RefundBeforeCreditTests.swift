@@ -41,6 +41,27 @@ final class RefundBeforeCreditTests: XCTestCase {
         await f.stop()
     }
 
+    /// Refunds of transactions that are never credited stay waiting; a thousand of them, first in
+    /// any order, do not keep a later refund from being applied once its credit lands.
+    func testRefundsThatNeverGetACreditDoNotBlockTheOthers() async throws {
+        let f = try await SettlementFixture()
+        let applier = RefundApplier(client: f.client, interval: 10, metrics: f.metrics, logger: Logger(sink: f.logs))
+        _ = try await f.client.query("""
+            INSERT INTO iap.refunds_before_credit (transaction_id, revocation_reason)
+            SELECT 'never-' || lpad(n::text, 4, '0'), '0' FROM generate_series(1, 1000) AS n
+            """)
+        try await f.order("rb-3", user: "cy", product: "coins_100")
+        _ = try await f.finished(try await notify(f, "REFUND", "rb-t3", refunded: true))
+        let credit = try await f.finished(try await f.enqueue(user: "cy", order: "rb-3", receipt: receipt(f, "rb-t3")))
+        XCTAssertEqual(credit.outcome, "credited")
+        try await applier.run(term: term)
+        let revoked = try await f.client.query("SELECT revoked_at IS NOT NULL FROM iap.credits WHERE transaction_id = 'rb-t3'")[0]
+        XCTAssertEqual(try revoked.decode(Bool.self, at: 0), true)
+        let stillWaiting = try await waiting(f).count
+        XCTAssertEqual(stillWaiting, 1000)
+        await f.stop()
+    }
+
     func testARefundReversedBeforeTheCreditRevokesNothing() async throws {
         let f = try await SettlementFixture()
         let applier = RefundApplier(client: f.client, interval: 10, metrics: f.metrics, logger: Logger(sink: f.logs))
