@@ -153,25 +153,24 @@ public struct IngestBenchmark: Sendable {
         let server = try IngestServer(configuration: .init(listen: "127.0.0.1:0", token: token), database: database,
                                       logger: Logger(minimumLevel: .warning))
         let port = try server.start()
-        let minted = Self.receiptLine(tag: tag, index: 0).split(separator: "\"").dropLast().last.map(String.init) ?? ""
-        let unpadded = minted.filter { $0 != "=" }
+        let unpadded = Self.receipt(tag: tag, index: 0).filter { $0 != "=" }
         let load = IngestLoadByWrk(port: port, token: token, connections: clients,
                                    receiptPrefix: String(unpadded.prefix(unpadded.count / 4 * 4)))
         let databaseCPU = await DatabaseServerCPU.locate(client)
         do {
             _ = try await load.run(tag: tag + "-w0", seconds: 2)
-            let (result, cpuSeconds) = try await CPUPerJob.measure(jobs: 1_000_000, server: databaseCPU) {
+            // The run's CPU as one "job" (its request count is known only after it), then per request.
+            let (result, cpu) = try await CPUPerJob.measure(jobs: 1, server: databaseCPU) {
                 try await load.run(tag: tag + "-w1", seconds: seconds)
             }
             let rows = try await client.query("SELECT count(*) FROM iap.jobs WHERE user_id LIKE $1", [tag + "-w1-%"])[0].decode(Int.self, at: 0)
-            // measure() divided by a million: back to seconds, then per request.
-            let perRequest = { (value: Double) in value / Double(max(1, result.requests)) }
+            let perRequest = { (micros: Double) in micros / Double(max(1, result.requests)) }
             BenchReport.line("ingest", "wrk", [
                 ("requests_per_s", BenchReport.figure(result.requestsPerSecond)), ("p50_ms", BenchReport.figure(result.p50Milliseconds)),
                 ("p99_ms", BenchReport.figure(result.p99Milliseconds)), ("errors", "\(result.errors)"), ("requests", "\(result.requests)"),
                 ("rows_committed", "\(rows)"), ("connections", "\(clients)"), ("wrk_threads", "1"), ("seconds", "\(seconds)"),
-                ("ingest_cpu_us_per_request", BenchReport.figure(perRequest(cpuSeconds.process * 1e6)))]
-                + (cpuSeconds.database.map { [("db_cpu_us_per_request", BenchReport.figure(perRequest($0 * 1e6)))] } ?? [])
+                ("ingest_cpu_us_per_request", BenchReport.figure(perRequest(cpu.process)))]
+                + (cpu.database.map { [("db_cpu_us_per_request", BenchReport.figure(perRequest($0)))] } ?? [])
                 + [("target", ">=\(Int(Self.wrkTargetPerSecond))/s p99<\(Int(Self.wrkTargetP99Milliseconds))ms"),
                    ("meets_target", verdict(result.requestsPerSecond >= Self.wrkTargetPerSecond
                                             && result.p99Milliseconds < Self.wrkTargetP99Milliseconds && result.errors == 0))])
@@ -208,9 +207,12 @@ public struct IngestBenchmark: Sendable {
 
     /// One `POST /v1/receipts` body with a distinct receipt the simulator would accept.
     static func receiptLine(tag: String, index: Int) -> String {
-        let receipt = SimReceipt(bundleID: "com.example.bench",
-                                 transactions: [.init(transactionID: "\(tag)-t\(index)", productID: "coins_100")]).mint()
-        return #"{"user_id":"\#(tag)-u\#(index % 1_000)","order_id":"\#(tag)-o\#(index)","product_id":"coins_100","receipt_data":"\#(receipt)"}"#
+        #"{"user_id":"\#(tag)-u\#(index % 1_000)","order_id":"\#(tag)-o\#(index)","product_id":"coins_100","receipt_data":"\#(receipt(tag: tag, index: index))"}"#
+    }
+
+    /// The receipt of request `index`: one the simulator would accept.
+    static func receipt(tag: String, index: Int) -> String {
+        SimReceipt(bundleID: "com.example.bench", transactions: [.init(transactionID: "\(tag)-t\(index)", productID: "coins_100")]).mint()
     }
 
     /// Blocking file I/O on a thread of its own, never on the cooperative pool.
