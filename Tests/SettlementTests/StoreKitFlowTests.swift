@@ -6,6 +6,7 @@ import Ingest
 import Observability
 import Postgres
 import StoreKitCrypto
+import TestSupport
 import XCTest
 
 /// StoreKit 2: signed transactions from the app, and Apple's server notifications posted
@@ -107,7 +108,9 @@ final class StoreKitFlowTests: XCTestCase {
         XCTAssertEqual(try revoked.decode(String?.self, at: 1), "1")
         let refundAgain = try await f.finished(try await post(try notify("REFUND", refundedPayload, uuid: refundUUID)))
         XCTAssertEqual(refundAgain.outcome, "acknowledged")
-        XCTAssertTrue(f.logs.lines.contains { $0.contains("event=credit_revoked") && $0.contains("transaction_id=n-t1") })
+        // The line is written after the COMMIT that the job's state is read from: waited for.
+        let revokedLogged = try await eventually { f.logs.lines.contains { $0.contains("event=credit_revoked") && $0.contains("transaction_id=n-t1") } }
+        XCTAssertTrue(revokedLogged)
         XCTAssertEqual(f.logs.lines.filter { $0.contains("event=credit_revoked") }.count, 1)
 
         // REFUND_REVERSED restores it.
@@ -126,7 +129,8 @@ final class StoreKitFlowTests: XCTestCase {
         XCTAssertEqual(test.outcome, "acknowledged")
         let consumption = try await f.finished(try await post(try notify("CONSUMPTION_REQUEST", paid)))
         XCTAssertEqual(consumption.outcome, "acknowledged")
-        XCTAssertTrue(f.logs.lines.contains { $0.contains("event=consumption_request") })
+        let consumptionLogged = try await eventually { f.logs.lines.contains { $0.contains("event=consumption_request") } }
+        XCTAssertTrue(consumptionLogged)
         // A forged notification is rejected with its reason.
         let forged = try await f.finished(try await post(try SimSigningChain().signNotification(
             type: "ONE_TIME_CHARGE", transaction: transaction("n-t3", token: token), bundleID: SettlementFixture.bundleID,
