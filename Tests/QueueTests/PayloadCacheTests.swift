@@ -62,6 +62,13 @@ final class PayloadCacheTests: XCTestCase {
         let fixture = try await QueueFixture.make()
         try await fixture.enqueue(1)
         let client = fixture.client
+        // A cached payload holds only while the pool opens no new session (see the test above):
+        // open all four now, so the test's own queries beside the worker do not grow the pool.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 { group.addTask { _ = try await client.query("SELECT pg_sleep(0.2)") } }
+            try await group.waitForAll()
+        }
+        let sessions = client.sessionsOpened
         let seen = Mutex<[String]>([])
         let worker = fixture.worker(ScriptedHandler { job in
             seen.withLock { $0.append(job.payload) }
@@ -75,6 +82,7 @@ final class PayloadCacheTests: XCTestCase {
         worker.shutdown()
         await run.value
         XCTAssertTrue(done)
+        XCTAssertEqual(client.sessionsOpened, sessions, "the pool opened a session during the run")
         XCTAssertEqual(seen.withLock { $0 }, ["cGF5bG9hZA==", "cGF5bG9hZA=="])
         await client.close()
     }
