@@ -178,6 +178,19 @@ final class MigrationAndSchemaTests: XCTestCase {
         await client.close()
     }
 
+
+    /// Every enqueue computes the dedup key per row: the function is inlined into the calling
+    /// statement (an expression, not a query run per row) and still gives the same key.
+    func testTheDedupKeyIsInlinedAndUnchanged() async throws {
+        let client = PostgresClient(conninfo: try await TestDatabase.fresh())
+        let plan = try await client.query("EXPLAIN VERBOSE SELECT iap.job_dedup_key('receipt', u, u, 'QUFBQQ==') FROM unnest(ARRAY['a', NULL]) AS u")
+            .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+        XCTAssertTrue(plan.contains("sha256("), "the dedup key was not inlined:\n\(plan)")
+        let key = try await client.query("SELECT encode(iap.job_dedup_key('receipt', 'u1', NULL, 'QUFBQQ=='), 'hex')")[0].decode(String.self, at: 0)
+        let expected = try await client.query("SELECT encode(sha256(convert_to('receipt:2:u1:-1::QUFBQQ==', 'UTF8')), 'hex')")[0].decode(String.self, at: 0)
+        XCTAssertEqual(key, expected)
+        await client.close()
+    }
     /// Completion finds its jobs by lease holder alone; the schema guarantees that a lease
     /// means 'running' and 'running' means a lease.
     func testALeaseExistsExactlyWhileAJobRuns() async throws {

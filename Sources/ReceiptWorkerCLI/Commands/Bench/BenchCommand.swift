@@ -10,7 +10,7 @@ enum BenchCommand {
     static let spec = CommandSpec(
         name: "bench",
         summary: "Benchmarks, one result line each: queue (throughput direct and through PgBouncer, raw-SQL ceiling and the lean ceiling of a one-index queue table, claim and completion time per job, HOT updates and WAL per job, NOTIFY latency, idle cost), apple (verify+credit via apple-sim, against the raw-SQL money-path ceiling), ingest, soak (faults), chaos (every database connection frozen mid-run), transport (the HTTP clients at 2,000 in flight), console (every support console page at 1,000,000 jobs), appstore (the fleet-wide App Store Server API limit, history backfill), reconcile (a day of 1,000,000 purchases against Apple's sales summary), nemesis (a seeded schedule of faults, failovers included, against a primary with a standby; an exactly-once check).",
-        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore|reconcile|nemesis [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--rounds N] [--seconds N] [--in-flight N] [--seed N] [--pace X] [--durable] [--wrk] [--apple-url URL]",
+        usage: "bench queue|apple|ingest|soak|chaos|transport|console|appstore|reconcile|nemesis [--jobs N] [--concurrency N] [--claim-batch N] [--processes N] [--rounds N] [--seconds N] [--in-flight N] [--seed N] [--pace X] [--durable] [--wrk] [--yardstick] [--apple-url URL]",
         settings: Settings.database + [Settings.migrationsDir] + Settings.logging,
         flags: [
             CommandFlag(name: "jobs", takesValue: true, help: "jobs per drain (default 100000)"),
@@ -24,6 +24,7 @@ enum BenchCommand {
             CommandFlag(name: "pace", takesValue: true, help: "nemesis: scales every fault's hold and calm (default 1; printed with the seed)"),
             CommandFlag(name: "durable", takesValue: false, help: "nemesis: the primary and standby flush to disk (fsync on; default off)"),
             CommandFlag(name: "apple-url", takesValue: true, help: "apple: in the 3 s phase, verify against this verifyReceipt URL (a fake Apple outside the product, on loopback, e.g. scripts/fake-apple.py) instead of apple-sim"),
+            CommandFlag(name: "yardstick", takesValue: false, help: "queue: only the rounds of the drain beside its ceilings and the plain-SQL yardstick, and the drain's cost per job"),
             CommandFlag(name: "wrk", takesValue: false, help: "ingest: drive the HTTP API with wrk from outside (1 thread, --concurrency connections, --seconds, default 15)"),
         ],
         positionals: 1...1,
@@ -39,6 +40,7 @@ enum BenchCommand {
         // A switch travels as 1 among the decimals.
         if runtime.options.has("durable") { given["durable"] = 1 }
         if runtime.options.has("wrk") { given["wrk"] = 1 }
+        if runtime.options.has("yardstick") { given["yardstick"] = 1 }
         let decimals = given
         let texts = try texts(runtime)
         if name == "transport" {

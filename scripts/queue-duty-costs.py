@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""What each duty of the queue costs PostgreSQL, one duty left out at a time.
+
+`bench queue` compares the drain with a plain-SQL yardstick (docs/benchmarks.md). This script
+says where the difference goes: on one connection, with no worker, it drains JOBS no-op jobs with
+the product's claim and completion statements, then again with one duty removed per variant, and
+prints the server process's CPU per job (and WAL per job) for each, the median of PASSES rounds.
+
+The statements are copies of `QueueStore.claimSQL`, `completeWitnessedSQL` and `dropLeasesSQL`
+(Sources/Queue/QueueStore.swift) and of the state trigger in Migrations/0032: change them there,
+change them here. Measurement only; it empties the queue's tables of DATABASE_URL. Needs psycopg
+(`pip install "psycopg[binary]"`) and a server on this machine (it reads /proc).
+
+    scripts/durable-cluster.sh /tmp/rw-perf 55440
+    DATABASE_URL=postgresql://postgres@127.0.0.1:55440/perf receipt-worker migrate
+    scripts/queue-duty-costs.py postgresql://postgres@127.0.0.1:55440/perf --jobs 100000 --passes 3
+"""
+import argparse
+import os
+import statistics
+import time
+import uuid
+
+import psycopg
+
+parser = argparse.ArgumentParser()
+parser.add_argument("url")
+parser.add_argument("--jobs", type=int, default=100000)
+parser.add_argument("--passes", type=int, default=3)
+parser.add_argument("--only", default="", help="comma-separated variant names")
+arguments = parser.parse_args()
+DB, JOBS, B = arguments.url, arguments.jobs, 1000
+ONLY = [name for name in arguments.only.split(",") if name]
+
+ENQ = """
+TRUNCATE iap.job_queue, iap.job_requests, iap.job_ready, iap.job_parked, iap.job_flagged, iap.job_leases, iap.commit_witness, iap.job_finishes;
+WITH requests AS (
+  INSERT INTO iap.job_requests (id, kind, user_id, order_id, payload, dedup_key)
+  SELECT nextval('iap.jobs_id_seq'), 'receipt', 'bench-user-' || (g %% 1000), 'bench-' || g, 'bm9vcA==',
+         iap.job_dedup_key('receipt', 'bench-user-' || (g %% 1000), 'bench-' || g, 'bm9vcA==')
+  FROM generate_series(1, %d) g RETURNING id, kind)
+INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM requests;
+"""
+
+CLAIM = """
+WITH picked AS (
+    DELETE FROM iap.job_ready
+    WHERE ctid = ANY(ARRAY(SELECT ctid FROM iap.job_ready WHERE run_at <= now()
+                         ORDER BY run_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED))
+    RETURNING id
+), claimed AS (
+    UPDATE iap.job_queue AS j
+    SET state = 'running', attempts = j.attempts + 1, leased_by = %(w)s,
+        lease_expires_at = now() + make_interval(secs => %(lease)s)
+    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.state IN ('queued', 'retrying')
+    RETURNING j.id, j.kind, j.attempts
+), leased AS (
+    INSERT INTO iap.job_leases (leased_by, expires_at, job_ids)
+    SELECT %(w)s, now() + make_interval(secs => %(lease)s), array_agg(id) FROM claimed HAVING count(*) > 0
+    RETURNING id
+)
+SELECT c.id, c.kind, r.user_id, r.order_id, r.product_id,
+       CASE WHEN c.id = ANY(%(cached)s::bigint[]) THEN NULL ELSE r.payload END, c.attempts, (SELECT id FROM leased)
+FROM claimed AS c JOIN iap.job_requests AS r ON r.id = c.id
+"""
+CLAIM_NOJOIN = CLAIM.split("SELECT c.id, c.kind, r.user_id")[0] + "SELECT c.id, c.kind, c.attempts, (SELECT id FROM leased) FROM claimed AS c"
+CLAIM_NOLEASE = """
+WITH picked AS (
+    DELETE FROM iap.job_ready
+    WHERE ctid = ANY(ARRAY(SELECT ctid FROM iap.job_ready WHERE run_at <= now()
+                         ORDER BY run_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED))
+    RETURNING id
+), claimed AS (
+    UPDATE iap.job_queue AS j
+    SET state = 'running', attempts = j.attempts + 1, leased_by = %(w)s,
+        lease_expires_at = now() + make_interval(secs => %(lease)s)
+    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.state IN ('queued', 'retrying')
+    RETURNING j.id, j.kind, j.attempts
+)
+SELECT c.id, c.kind, r.user_id, r.order_id, r.product_id,
+       CASE WHEN c.id = ANY(%(cached)s::bigint[]) THEN NULL ELSE r.payload END, c.attempts, 0
+FROM claimed AS c JOIN iap.job_requests AS r ON r.id = c.id
+"""
+CLAIM_BARE = """
+WITH picked AS (
+    DELETE FROM iap.job_ready
+    WHERE ctid = ANY(ARRAY(SELECT ctid FROM iap.job_ready WHERE run_at <= now()
+                         ORDER BY run_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED))
+    RETURNING id
+), claimed AS (
+    UPDATE iap.job_queue AS j
+    SET state = 'running', attempts = j.attempts + 1, leased_by = %(w)s,
+        lease_expires_at = now() + make_interval(secs => %(lease)s)
+    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.state IN ('queued', 'retrying')
+    RETURNING j.id
+) SELECT id FROM claimed
+"""
+
+RC = "(CASE WHEN cardinality(%(states)s::text[]) = 1 THEN 1 ELSE (%(codes)s::int[])[width_bucket(j.id, %(ids)s::bigint[])] END)"
+UPD = """
+UPDATE iap.job_queue AS j SET
+    state = (%(states)s::text[])[RC],
+    outcome = (%(outcomes)s::text[])[RC],
+    run_at = now() + make_interval(secs => coalesce((%(delays)s::float8[])[RC], 0)),
+    apple_status = coalesce((%(apple)s::int[])[RC], j.apple_status),
+    last_error = (%(errors)s::text[])[RC],
+    transaction_ids = CASE WHEN %(tx)s::jsonb -> j.id::text IS NULL THEN j.transaction_ids
+                           ELSE ARRAY(SELECT jsonb_array_elements_text(%(tx)s::jsonb -> j.id::text)) END,
+    finished_at = CASE WHEN (%(states)s::text[])[RC] IN ('done', 'failed', 'attention') THEN now() END,
+    leased_by = NULL,
+    lease_expires_at = NULL
+WHERE j.id = ANY(%(ids)s::bigint[]) AND j.leased_by = %(w)s AND j.lease_expires_at > now()
+RETURNING j.id, j.state, j.outcome, j.attempts
+""".replace("RC", RC)
+FIN = """finishes AS (
+    INSERT INTO iap.job_finishes (state, outcome, jobs, retried)
+    SELECT state, outcome, count(*), count(*) FILTER (WHERE attempts > 1) FROM written
+    WHERE state IN ('done', 'failed', 'attention')
+    GROUP BY state, outcome
+)"""
+WRITTEN = """SELECT count(*)::bigint, CASE WHEN count(*) = cardinality(%(ids)s::bigint[]) THEN NULL
+                              ELSE ARRAY(SELECT unnest(%(ids)s::bigint[]) EXCEPT SELECT id FROM written) END
+FROM written"""
+COMPLETE_W = "WITH written AS (" + UPD + """), witness AS (
+    INSERT INTO iap.commit_witness (token, lost_ids)
+    SELECT %(token)s::uuid, CASE WHEN count(*) = cardinality(%(ids)s::bigint[]) THEN '{}'::bigint[]
+                           ELSE ARRAY(SELECT unnest(%(ids)s::bigint[]) EXCEPT SELECT id FROM written) END
+    FROM written
+), """ + FIN + WRITTEN
+COMPLETE_NOWIT = "WITH written AS (" + UPD + "), " + FIN + WRITTEN
+COMPLETE_UPDONLY = "WITH written AS (" + UPD + ") SELECT count(*) FROM written"
+COMPLETE_SIMPLE = """UPDATE iap.job_queue SET state = 'done', outcome = 'acknowledged', finished_at = now(), leased_by = NULL, lease_expires_at = NULL
+WHERE id = ANY(%(ids)s::bigint[]) AND leased_by = %(w)s AND lease_expires_at > now()"""
+DROP = """DELETE FROM iap.job_leases AS l
+WHERE l.id = ANY(%(settled)s::bigint[])
+   OR (l.id = ANY(%(unsure)s::bigint[]) AND NOT EXISTS (
+       SELECT 1 FROM iap.job_queue AS j
+       WHERE j.id = ANY(l.job_ids) AND j.state = 'running' AND j.leased_by = l.leased_by AND j.lease_expires_at = l.expires_at))"""
+
+YS_SETUP = """DROP SCHEMA IF EXISTS ys CASCADE; CREATE SCHEMA ys;
+CREATE TABLE ys.jobs (id bigint PRIMARY KEY, state text NOT NULL DEFAULT 'queued', attempts int NOT NULL DEFAULT 0,
+  leased_by text, lease_expires_at timestamptz, outcome text) WITH (fillfactor = 50);
+CREATE TABLE ys.ready (id bigint PRIMARY KEY);
+INSERT INTO ys.jobs (id) SELECT g FROM generate_series(1, %d) g; INSERT INTO ys.ready SELECT g FROM generate_series(1, %d) g;
+VACUUM ANALYZE ys.jobs, ys.ready; CHECKPOINT;"""
+YS_CLAIM = """WITH c AS (DELETE FROM ys.ready WHERE id = ANY(ARRAY(SELECT id FROM ys.ready ORDER BY id
+             LIMIT 1000 FOR UPDATE SKIP LOCKED)) RETURNING id),
+u AS (UPDATE ys.jobs j SET state = 'running', attempts = attempts + 1, leased_by = 'w',
+             lease_expires_at = now() + interval '60 s'
+      WHERE j.id = ANY(ARRAY(SELECT id FROM c)) RETURNING j.id)
+SELECT array_agg(id) FROM u"""
+YS_DONE = "UPDATE ys.jobs SET state = 'done', outcome = 'credited', leased_by = NULL, lease_expires_at = NULL WHERE id = ANY(%(ids)s)"
+
+def multi(c, text):
+    for part in text.split(";"):
+        if part.strip(): c.execute(part, prepare=False)
+
+def cpu(pid):
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+def run(name, claim, complete, drop=True, tx=True, yard=False, setup_extra=None):
+    with psycopg.connect(DB, autocommit=True, prepare_threshold=0) as c:
+        if yard:
+            multi(c, YS_SETUP % (JOBS, JOBS))
+        else:
+            multi(c, ENQ % JOBS)
+            if setup_extra: c.execute(setup_extra, prepare=False)
+            c.execute("VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.job_ready, iap.job_leases", prepare=False)
+            c.execute("CHECKPOINT", prepare=False)
+        pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]
+        lsn0 = c.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+        c0 = cpu(pid)
+        try:
+            n = drain(c, claim, complete, drop, tx, yard)
+        finally:
+            if setup_extra: c.execute(RESTORE_TRIGGER, prepare=False)  # the trigger back, whatever happened
+        dc = cpu(pid) - c0
+        wal = c.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", (lsn0,)).fetchone()[0]
+        c.execute("DROP SCHEMA IF EXISTS ys CASCADE", prepare=False)
+    return dc / n * 1e6, wal / n
+
+
+def drain(c, claim, complete, drop, tx, yard):
+    n = 0
+    while True:
+        if yard:
+            ids = c.execute(YS_CLAIM).fetchone()[0]
+            if not ids:
+                return n
+            c.execute(YS_DONE, {"ids": ids})
+            n += len(ids)
+            continue
+        rows = c.execute(claim, {"limit": B, "w": "w1", "lease": 60.0, "cached": []}).fetchall()
+        if not rows:
+            return n
+        ids = sorted(r[0] for r in rows)
+        n += len(ids)
+        p = {"ids": ids, "codes": [1] * len(ids), "states": ["done"], "outcomes": ["acknowledged"], "delays": [None],
+             "apple": [None], "errors": [None], "tx": "{}", "w": "w1", "token": uuid.uuid4(), "settled": [rows[0][-1]], "unsure": []}
+        if tx:
+            with c.transaction():
+                c.execute(complete, p)
+                if drop:
+                    c.execute(DROP, p)
+        else:
+            c.execute(complete, p)
+
+NOTRIG = "DROP TRIGGER job_state_entered ON iap.job_queue"
+RESTORE_TRIGGER = """CREATE OR REPLACE TRIGGER job_state_entered AFTER UPDATE OF state, run_at, outcome, transaction_ids ON iap.job_queue FOR EACH ROW
+    WHEN (NEW.state IN ('queued', 'retrying', 'timed_out', 'attention', 'failed')
+          AND (NEW.state IS DISTINCT FROM OLD.state OR NEW.run_at IS DISTINCT FROM OLD.run_at
+               OR NEW.outcome IS DISTINCT FROM OLD.outcome OR NEW.transaction_ids IS DISTINCT FROM OLD.transaction_ids))
+    EXECUTE FUNCTION iap.job_state_entered()"""
+variants = [
+    ("yardstick", None, None, dict(yard=True)),
+    ("product", CLAIM, COMPLETE_W, {}),
+    ("claim_without_request_join", CLAIM_NOJOIN, COMPLETE_W, {}),
+    ("claim_without_lease_row", CLAIM_NOLEASE, COMPLETE_W, dict(drop=False)),
+    ("completion_without_witness", CLAIM, COMPLETE_NOWIT, {}),
+    ("completion_update_only", CLAIM, COMPLETE_UPDONLY, {}),
+    ("completion_simple_update", CLAIM, COMPLETE_SIMPLE, {}),
+    ("without_state_trigger", CLAIM, COMPLETE_W, dict(setup_extra=NOTRIG)),
+    ("bare_claim_simple_update", CLAIM_BARE, COMPLETE_SIMPLE, dict(drop=False, tx=False)),
+]
+
+results = {}
+for round_number in range(arguments.passes):
+    for name, claim, complete, options in variants:
+        if ONLY and name not in ONLY:
+            continue
+        results.setdefault(name, []).append(run(name, claim, complete, **options))
+base = statistics.median(r[0] for r in results.get("product", [(0, 0)]))
+for name, rounds in results.items():
+    median = statistics.median(r[0] for r in rounds)
+    print("%-28s server_cpu_us_per_job=%.1f (rounds %s) vs_product=%+.1f wal_bytes_per_job=%.0f"
+          % (name, median, " ".join("%.1f" % r[0] for r in rounds), median - base, rounds[0][1]), flush=True)
