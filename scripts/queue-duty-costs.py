@@ -42,7 +42,8 @@ WITH requests AS (
 INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM requests;
 """
 
-CLAIM = """
+# QueueStore.claimSQL, in parts: the ready set's pick and the jobs marked running ...
+PICK_AND_CLAIM = """
 WITH picked AS (
     DELETE FROM iap.job_ready
     WHERE ctid = ANY(ARRAY(SELECT ctid FROM iap.job_ready WHERE run_at <= now()
@@ -54,47 +55,23 @@ WITH picked AS (
         lease_expires_at = now() + make_interval(secs => %(lease)s)
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.state IN ('queued', 'retrying')
     RETURNING j.id, j.kind, j.attempts
-), leased AS (
+)"""
+# ... the lease row ...
+LEASE = """, leased AS (
     INSERT INTO iap.job_leases (leased_by, expires_at, job_ids)
     SELECT %(w)s, now() + make_interval(secs => %(lease)s), array_agg(id) FROM claimed HAVING count(*) > 0
     RETURNING id
-)
+)"""
+# ... and the request read with the jobs (LEASE_ID: the lease row's id, or 0 without one).
+WITH_REQUESTS = """
 SELECT c.id, c.kind, r.user_id, r.order_id, r.product_id,
-       CASE WHEN c.id = ANY(%(cached)s::bigint[]) THEN NULL ELSE r.payload END, c.attempts, (SELECT id FROM leased)
+       CASE WHEN c.id = ANY(%(cached)s::bigint[]) THEN NULL ELSE r.payload END, c.attempts, LEASE_ID
 FROM claimed AS c JOIN iap.job_requests AS r ON r.id = c.id
 """
-CLAIM_NOJOIN = CLAIM.split("SELECT c.id, c.kind, r.user_id")[0] + "SELECT c.id, c.kind, c.attempts, (SELECT id FROM leased) FROM claimed AS c"
-CLAIM_NOLEASE = """
-WITH picked AS (
-    DELETE FROM iap.job_ready
-    WHERE ctid = ANY(ARRAY(SELECT ctid FROM iap.job_ready WHERE run_at <= now()
-                         ORDER BY run_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED))
-    RETURNING id
-), claimed AS (
-    UPDATE iap.job_queue AS j
-    SET state = 'running', attempts = j.attempts + 1, leased_by = %(w)s,
-        lease_expires_at = now() + make_interval(secs => %(lease)s)
-    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.state IN ('queued', 'retrying')
-    RETURNING j.id, j.kind, j.attempts
-)
-SELECT c.id, c.kind, r.user_id, r.order_id, r.product_id,
-       CASE WHEN c.id = ANY(%(cached)s::bigint[]) THEN NULL ELSE r.payload END, c.attempts, 0
-FROM claimed AS c JOIN iap.job_requests AS r ON r.id = c.id
-"""
-CLAIM_BARE = """
-WITH picked AS (
-    DELETE FROM iap.job_ready
-    WHERE ctid = ANY(ARRAY(SELECT ctid FROM iap.job_ready WHERE run_at <= now()
-                         ORDER BY run_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED))
-    RETURNING id
-), claimed AS (
-    UPDATE iap.job_queue AS j
-    SET state = 'running', attempts = j.attempts + 1, leased_by = %(w)s,
-        lease_expires_at = now() + make_interval(secs => %(lease)s)
-    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.state IN ('queued', 'retrying')
-    RETURNING j.id
-) SELECT id FROM claimed
-"""
+CLAIM = PICK_AND_CLAIM + LEASE + WITH_REQUESTS.replace("LEASE_ID", "(SELECT id FROM leased)")
+CLAIM_NOJOIN = PICK_AND_CLAIM + LEASE + " SELECT c.id, c.kind, c.attempts, (SELECT id FROM leased) FROM claimed AS c"
+CLAIM_NOLEASE = PICK_AND_CLAIM + WITH_REQUESTS.replace("LEASE_ID", "0")
+CLAIM_BARE = PICK_AND_CLAIM + " SELECT id FROM claimed"
 
 RC = "(CASE WHEN cardinality(%(states)s::text[]) = 1 THEN 1 ELSE (%(codes)s::int[])[width_bucket(j.id, %(ids)s::bigint[])] END)"
 UPD = """
