@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import Postgres
+import Queue
 
 /// The buyers behind a product-day gap we can name, each with one transaction id of theirs (Get
 /// Transaction History finds a customer through any of their transactions): users with an open alert
@@ -52,8 +53,11 @@ struct GapBuyers: Sendable {
         WHERE NOT EXISTS (SELECT 1 FROM iap.credits c WHERE c.transaction_id = t)
         """
 
-    func enqueueMissing(userID: String, transactionIDs: [String], client: PostgresClient) async throws -> Int {
+    func enqueueMissing(userID: String, transactionIDs: [String], client: PostgresClient, term: LeaderTerm?) async throws -> Int {
         guard !transactionIDs.isEmpty else { return 0 }
-        return try await client.query(Self.enqueueMissingSQL, [userID, transactionIDs])[0].decode(Int.self, at: 0)
+        let binds: [any PostgresEncodable] = [userID, transactionIDs]
+        let rows = if let term { try await term.query(client, Self.enqueueMissingSQL, binds) }
+                   else { try await client.query(Self.enqueueMissingSQL, binds) }
+        return try rows[0].decode(Int.self, at: 0)
     }
 }

@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import Observability
 import Postgres
+import Queue
 import Settlement
 import StoreKitCrypto
 
@@ -54,7 +55,9 @@ public struct GapRecovery: Sendable {
         }
     }
 
-    public func recover(product: String, day: ReportDay) async throws -> Counts {
+    /// Under a leader's `term`, each enqueue carries it: one made after the term ended in the
+    /// database (another process leads now) enqueues nothing and throws `LeaseEnded`.
+    public func recover(product: String, day: ReportDay, term: LeaderTerm? = nil) async throws -> Counts {
         let found = try await buyers.find(product: product, day: day, limit: min(maxBuyers, Int(Int32.max)), client: client)
         var counts = Counts(buyers: found.buyers.count, unreachable: found.unreachable)
         for buyer in found.buyers {
@@ -63,7 +66,7 @@ public struct GapRecovery: Sendable {
                 counts.historyFailures += 1
                 logger.warning("reconciliation_history_failed", ["user_id": .string(buyer.userID), "reason": .string(error.reason)])
             case .success(let ids):
-                counts.enqueued += try await buyers.enqueueMissing(userID: buyer.userID, transactionIDs: ids, client: client)
+                counts.enqueued += try await buyers.enqueueMissing(userID: buyer.userID, transactionIDs: ids, client: client, term: term)
             }
         }
         logger.info("reconciliation_buyers_pulled", ["product_id": .string(product), "day": .string(day.description),

@@ -100,7 +100,7 @@ public struct Reconciler: Sendable {
         result.notificationsEnqueued = await recovery.pullNotifications(of: checked.day)
         for product in shortfalls {
             try term?.check()
-            let counts = try await recovery.recover(product: product.productID, day: checked.day)
+            let counts = try await recovery.recover(product: product.productID, day: checked.day, term: term)
             result.recovered[product.productID] = counts
             try await client.transaction { connection in
                 try await term?.check(on: connection)

@@ -4,6 +4,7 @@ import Foundation
 import HTTP
 import Observability
 import Postgres
+import Queue
 @testable import Reconciliation
 @testable import Settlement
 import TestSupport
@@ -78,6 +79,46 @@ final class GapRecoveryTests: XCTestCase {
         let open = try await f.client.query("SELECT count(*) FROM iap.orders WHERE status = 'open'")[0].decode(Int.self, at: 0)
         XCTAssertEqual(open, 0)
         await transport.shutdown()
+        await f.stop()
+    }
+
+    /// A buyer's missing purchase found under a leader's term that has ended in the database
+    /// (another process leads now) is not enqueued; under no term (a one-off run) it is.
+    func testAnEndedTermEnqueuesNothing() async throws {
+        let f = try await SettlementFixture(serverAPI: true)
+        let api = try XCTUnwrap(f.api)
+        let sim = f.simulator.serverAPI
+        let day = ReportDay(containing: Date().addingTimeInterval(-86_400))
+        let noon = day.start.addingTimeInterval(12 * 3600), earlier = day.start.addingTimeInterval(-86_400)
+        let token = Self.account(7).uuidString.lowercased()
+        sim.register(JWSTransactionPayload(transactionId: "known-7", originalTransactionId: "known-7", bundleId: SettlementFixture.bundleID,
+                                           productId: "coins_100", purchaseDate: earlier, appAccountToken: token, environment: "Production"))
+        for (order, at) in [("o-before-7", earlier), ("o-7", noon)] {
+            _ = try await f.client.query("INSERT INTO iap.orders (order_id, user_id, product_id, created_at) VALUES ($1, 'buyer-7', 'coins_100', $2)",
+                                         [order, at])
+        }
+        let known = try await f.client.query("SELECT iap.enqueue_transaction_id('buyer-7', NULL, 'known-7')")[0].decode(Int.self, at: 0)
+        let knownOutcome = try await f.finished(known).outcome
+        XCTAssertEqual(knownOutcome, "credited")
+        sim.injectUnuploadedSales(productID: "coins_100", count: 1, purchaseDate: noon, appAccountToken: token, bundleID: SettlementFixture.bundleID)
+        let recovery = GapRecovery(client: f.client, api: api, logger: Logger(minimumLevel: .debug, sink: f.logs))
+        func gapJobs() async throws -> Int {
+            try await f.client.query("SELECT count(*) FROM iap.jobs WHERE kind = 'transaction_id' AND payload LIKE 'sim-gap-%'")[0].decode(Int.self, at: 0)
+        }
+
+        do {
+            _ = try await recovery.recover(product: "coins_100", day: day, term: try await TakenOverTerm.make(f.client))
+            XCTFail("a recovery enqueued under an ended term")
+        } catch {
+            XCTAssertTrue(error is LeaseEnded, "\(error)")
+        }
+        let fenced = try await gapJobs()
+        XCTAssertEqual(fenced, 0)
+
+        let counts = try await recovery.recover(product: "coins_100", day: day)
+        XCTAssertEqual(counts, GapRecovery.Counts(buyers: 1, unreachable: 0, historyFailures: 0, enqueued: 1))
+        let enqueued = try await gapJobs()
+        XCTAssertEqual(enqueued, 1)
         await f.stop()
     }
 
