@@ -7,6 +7,9 @@ import Postgres
 /// log lines and the webhook calls) counted by its stable key against the database, and the
 /// jobs' `finished_at` timeline against the faults.
 struct NemesisChecker: Sendable {
+    /// Jobs not yet in a final state: the run's drain waits for none, and its verdict demands none.
+    static let unfinishedJobsSQL = "SELECT count(*) FROM iap.jobs WHERE state IN ('queued', 'running', 'retrying', 'timed_out')"
+
     let client: PostgresClient
     let feed: NemesisFeeder.Feed
     let simulator: AppleSimulator
@@ -97,7 +100,7 @@ struct NemesisChecker: Sendable {
             WHERE NOT EXISTS (SELECT 1 FROM iap.credits c WHERE c.transaction_id = p.t AND c.revoked_at IS NOT NULL)
             """, [feed.refunded])
         verdict.refundsBeforeCredit = try await count("SELECT count(*) FROM iap.refunds_before_credit WHERE applied_at IS NOT NULL")
-        verdict.unfinished = try await count("SELECT count(*) FROM iap.jobs WHERE state IN ('queued', 'running', 'retrying', 'timed_out')")
+        verdict.unfinished = try await count(Self.unfinishedJobsSQL)
         verdict.alertsOwed = feed.lostOrder.count
         verdict.alertsMissing = try await count("""
             SELECT count(*) FROM unnest($1::text[]) AS p(t)

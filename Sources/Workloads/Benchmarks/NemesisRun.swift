@@ -146,7 +146,7 @@ struct NemesisRun: Sendable {
     /// leader's `refund_applier` revokes them within its interval).
     private func unfinished() async throws -> Int {
         try await targets.database.client.query("""
-            SELECT (SELECT count(*) FROM iap.jobs WHERE state IN ('queued', 'running', 'retrying', 'timed_out'))
+            SELECT (\(NemesisChecker.unfinishedJobsSQL))
                  + (SELECT count(*) FROM iap.refunds_before_credit r
                     WHERE r.applied_at IS NULL AND EXISTS (SELECT 1 FROM iap.credits c WHERE c.transaction_id = r.transaction_id))
             """)[0].decode(Int.self, at: 0)
