@@ -218,28 +218,35 @@ final class BatchCompleter: Sendable {
         let committed: (rows: [CompletionRow], items: [Item], fenced: [Item], reply: PostgresRows?) = try await store.client.withConnection { connection in
             // Fixed-shape statements by key, thousands of times: planned once per session.
             try await connection.transaction(planning: .reused) { connection in
+                // A job claimed before the pool opened its newest session may have lost its id to
+                // another job (a failover that lost commits): such a result is written only if its
+                // id still names the job it verified. Otherwise it is fenced, like a lost lease.
+                let epoch = store.client.sessionsOpened
+                let unsure = batch.lazy.map(\.job).filter { $0.sessionEpoch != epoch }
+                let others = unsure.isEmpty ? [] : try await store.namingOthers(Array(unsure), on: connection)
+                let mine = others.isEmpty ? batch : batch.filter { !others.contains($0.job.id) }
                 // Rows of the decided results first, then of the settled ones; `items` in the same order.
                 var rows: [CompletionRow] = []
                 var toSettle: [(item: Item, work: any Sendable)] = []
-                var fenced: [Item] = []
-                rows.reserveCapacity(batch.count)
-                for item in batch {
+                var fenced: [Item] = others.isEmpty ? [] : batch.filter { others.contains($0.job.id) }
+                rows.reserveCapacity(mine.count)
+                for item in mine {
                     switch item.verification {
                     case .decided(let outcome): rows.append(completionRow(job: item.job, outcome: outcome))
                     case .settle(let work): toSettle.append((item, work))
                     }
                 }
-                var items = batch // a batch of decided results alone (the most common) is not copied
+                var items = mine // a batch of decided results alone (the most common) is not copied
                 var writes: [PostgresStatement] = []
                 if !toSettle.isEmpty {
                     items.removeAll { $0.settles }
                     let owned = try await store.lockOwned(toSettle.map(\.item.job.id), workerID: configuration.workerID, on: connection)
-                    let mine = toSettle.filter { owned.contains($0.item.job.id) }
-                    fenced = toSettle.filter { !owned.contains($0.item.job.id) }.map(\.item)
-                    let settled = try await handler.settle(mine.map { ($0.item.job, $0.work) }, connection)
-                    precondition(settled.outcomes.count == mine.count, "settle must return one outcome per item")
-                    rows += zip(mine, settled.outcomes).map { completionRow(job: $0.item.job, outcome: $1) }
-                    items += mine.map(\.item)
+                    let held = toSettle.filter { owned.contains($0.item.job.id) }
+                    fenced += toSettle.filter { !owned.contains($0.item.job.id) }.map(\.item)
+                    let settled = try await handler.settle(held.map { ($0.item.job, $0.work) }, connection)
+                    precondition(settled.outcomes.count == held.count, "settle must return one outcome per item")
+                    rows += zip(held, settled.outcomes).map { completionRow(job: $0.item.job, outcome: $1) }
+                    items += held.map(\.item)
                     writes = settled.writes
                 }
                 // The settlement's writes, the jobs' completion (with its witness), the lease rows of

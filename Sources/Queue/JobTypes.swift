@@ -13,9 +13,10 @@ public struct ClaimedJob: Sendable, Equatable {
         let payload: String
         let attempts: Int
         let leaseID: Int?
+        let sessionEpoch: Int
 
         init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int,
-             leaseID: Int?) {
+             leaseID: Int?, sessionEpoch: Int) {
             self.id = id
             self.kind = kind
             self.userID = userID
@@ -24,6 +25,7 @@ public struct ClaimedJob: Sendable, Equatable {
             self.payload = payload
             self.attempts = attempts
             self.leaseID = leaseID
+            self.sessionEpoch = sessionEpoch
         }
     }
 
@@ -39,15 +41,20 @@ public struct ClaimedJob: Sendable, Equatable {
     public var attempts: Int { fields.attempts }
     /// The claim's row in iap.job_leases (migration 0029), deleted once the claim's jobs are all let go.
     var leaseID: Int? { fields.leaseID }
+    /// How many sessions the pool had opened when the job was claimed (`PostgresClient.sessionsOpened`;
+    /// -1 when not claimed through a pool). Once the pool has opened another, the job id may name a
+    /// different job (a failover to a standby that lost the last commits gives ids out again).
+    var sessionEpoch: Int { fields.sessionEpoch }
 
     public init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int) {
         fields = Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
-                        leaseID: nil)
+                        leaseID: nil, sessionEpoch: -1)
     }
 
-    init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int, leaseID: Int?) {
+    init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int, leaseID: Int?,
+         sessionEpoch: Int) {
         fields = Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
-                        leaseID: leaseID)
+                        leaseID: leaseID, sessionEpoch: sessionEpoch)
     }
 
     public static func == (lhs: ClaimedJob, rhs: ClaimedJob) -> Bool {
@@ -78,7 +85,7 @@ extension ClaimedJob {
     /// The same job with its payload (read again after the claim left it out).
     func with(payload: String) -> ClaimedJob {
         ClaimedJob(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
-                   leaseID: leaseID)
+                   leaseID: leaseID, sessionEpoch: sessionEpoch)
     }
 }
 

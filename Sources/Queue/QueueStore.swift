@@ -92,7 +92,7 @@ public struct QueueStore: Sendable {
             if payload == nil { missing.append(id) }
             jobs.append(ClaimedJob(id: id, kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
                                    productID: try row.decode(at: 4), payload: payload ?? "", attempts: try row.decode(at: 6),
-                                   leaseID: try row.decode(at: 7)))
+                                   leaseID: try row.decode(at: 7), sessionEpoch: epoch))
         }
         if !missing.isEmpty {
             var payloads: [Int: String] = [:]
@@ -106,6 +106,25 @@ public struct QueueStore: Sendable {
         // Oldest first as picked (run_at, id); by id within what this claim returned.
         if zip(jobs, jobs.dropFirst()).contains(where: { $0.id > $1.id }) { jobs.sort { $0.id < $1.id } }
         return jobs
+    }
+
+    /// Of the jobs given (id and content as claimed), those whose id names a job with other content
+    /// here: after a failover to a standby that lost the last commits, the id of a job claimed
+    /// before may have been given to a new job, which this worker may even have claimed too. The
+    /// lease check cannot tell the two apart (same id, same holder); the request can.
+    static let namingOthersSQL = """
+        SELECT w.id FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[]) AS w(id, kind, user_id, order_id, payload)
+        WHERE NOT EXISTS (SELECT 1 FROM iap.job_requests AS r
+                          WHERE r.id = w.id AND r.kind = w.kind AND r.user_id IS NOT DISTINCT FROM w.user_id
+                            AND r.order_id IS NOT DISTINCT FROM w.order_id AND r.payload = w.payload)
+        -- receipt-worker: identity check
+        """
+
+    /// Inside the completion transaction: which of `jobs` now name another job (`namingOthersSQL`).
+    func namingOthers(_ jobs: [ClaimedJob], on connection: PostgresConnection) async throws -> Set<Int> {
+        guard !jobs.isEmpty else { return [] }
+        return Set(try await connection.query(Self.namingOthersSQL, [jobs.map(\.id), jobs.map(\.kind), jobs.map(\.userID), jobs.map(\.orderID),
+                                                                      jobs.map(\.payload)]).map { try $0.decode(Int.self, at: 0) })
     }
 
     // The lease holder alone says a job is still this worker's (migration 0006 ties a lease to

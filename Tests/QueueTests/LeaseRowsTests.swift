@@ -7,7 +7,7 @@ import XCTest
 /// A claim's lease row (migration 0029) lives as long as one of its jobs may still run on it.
 final class LeaseRowsTests: XCTestCase {
     private func claimed(_ ids: ClosedRange<Int>, lease: Int) -> [ClaimedJob] {
-        ids.map { ClaimedJob(id: $0, kind: "receipt", userID: "u", orderID: "o\($0)", productID: nil, payload: "", attempts: 1, leaseID: lease) }
+        ids.map { ClaimedJob(id: $0, kind: "receipt", userID: "u", orderID: "o\($0)", productID: nil, payload: "", attempts: 1, leaseID: lease, sessionEpoch: 0) }
     }
 
     func testALeaseIsDroppableOnceAllItsJobsAreLetGoAndSettledOnlyWithoutANewSession() {
