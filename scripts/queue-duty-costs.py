@@ -18,7 +18,6 @@ change them here. Measurement only; it empties the queue's tables of DATABASE_UR
 import argparse
 import os
 import statistics
-import time
 import uuid
 
 import psycopg

@@ -241,12 +241,12 @@ final class BatchCompleter: Sendable {
                 if !toSettle.isEmpty {
                     items.removeAll { $0.settles }
                     let owned = try await store.lockOwned(toSettle.map(\.item.job.id), workerID: configuration.workerID, on: connection)
-                    let held = toSettle.filter { owned.contains($0.item.job.id) }
+                    let stillLeased = toSettle.filter { owned.contains($0.item.job.id) }
                     fenced += toSettle.filter { !owned.contains($0.item.job.id) }.map(\.item)
-                    let settled = try await handler.settle(held.map { ($0.item.job, $0.work) }, connection)
-                    precondition(settled.outcomes.count == held.count, "settle must return one outcome per item")
-                    rows += zip(held, settled.outcomes).map { completionRow(job: $0.item.job, outcome: $1) }
-                    items += held.map(\.item)
+                    let settled = try await handler.settle(stillLeased.map { ($0.item.job, $0.work) }, connection)
+                    precondition(settled.outcomes.count == stillLeased.count, "settle must return one outcome per item")
+                    rows += zip(stillLeased, settled.outcomes).map { completionRow(job: $0.item.job, outcome: $1) }
+                    items += stillLeased.map(\.item)
                     writes = settled.writes
                 }
                 // The settlement's writes, the jobs' completion (with its witness), the lease rows of
