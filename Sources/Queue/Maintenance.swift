@@ -237,3 +237,28 @@ public struct TimedOutSweeper: MaintenanceTask {
         if !requeued.isEmpty { try await store.notifyWorkers() }
     }
 }
+
+/// Puts jobs moved straight in iap.job_queue (not through the iap.jobs view, whose trigger
+/// places them at once) into the side set their state names (migration 0038): without it a job
+/// set to `queued` by hand would never be claimed. It reads the whole table, so it runs rarely,
+/// and first when a process becomes leader.
+public struct StrayJobPlacer: MaintenanceTask {
+    public let name = "stray_job_placer"
+    public static let defaultInterval: Double = 600
+    public let interval: Double
+    let store: QueueStore
+    let logger: Logger
+
+    public init(store: QueueStore, interval: Double = StrayJobPlacer.defaultInterval, logger: Logger) {
+        self.store = store
+        self.interval = interval
+        self.logger = logger
+    }
+
+    public func run(term: LeaderTerm) async throws {
+        let placed = try await store.placeStrayJobs(under: term)
+        guard placed > 0 else { return }
+        logger.warning("stray_jobs_placed", ["jobs": .int(placed)])
+        try await store.notifyWorkers()
+    }
+}

@@ -147,7 +147,35 @@ public struct QueueStore: Sendable {
     /// claim's worth of one outcome), 1 without a search.
     private static let rowCode = "(CASE WHEN cardinality($3::text[]) = 1 THEN 1 ELSE ($2::int[])[width_bucket(j.id, $1::bigint[])] END)"
 
-    /// The completion's UPDATE; `RETURNING j.id` names the jobs written. One table, found by
+    /// The side rows (migration 0038) of the jobs a statement moved, written by that statement:
+    /// `source` names its moved rows, with the columns `id, state, run_at, finished_at, outcome,
+    /// transaction_ids` as they are now. A job in a state with a side set gets its row there; the
+    /// jobs these statements move come from `running` or from another set's row their statement
+    /// took, so no other side row is theirs to delete (one left behind is skipped by its reader).
+    static func sideRowsSQL(from source: String) -> String {
+        """
+        ready AS (
+            INSERT INTO iap.job_ready (id, state, run_at)
+            SELECT id, state, run_at FROM \(source) WHERE state IN ('queued', 'retrying')
+            ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, run_at = EXCLUDED.run_at
+        ), parked AS (
+            INSERT INTO iap.job_parked (id, run_at)
+            SELECT id, run_at FROM \(source) WHERE state = 'timed_out'
+            ON CONFLICT (id) DO UPDATE SET run_at = EXCLUDED.run_at
+        ), flagged AS (
+            INSERT INTO iap.job_flagged (id, state, finished_at, owed_transaction_ids)
+            SELECT id, state, coalesce(finished_at, now()), CASE WHEN outcome = 'paid_not_credited' THEN transaction_ids END
+            FROM \(source) WHERE state IN ('attention', 'failed')
+            ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, finished_at = EXCLUDED.finished_at,
+                                           owed_transaction_ids = EXCLUDED.owed_transaction_ids
+        )
+        """
+    }
+
+    /// What a statement that moves jobs returns for `sideRowsSQL`.
+    static let movedColumns = "j.id, j.state, j.run_at, j.finished_at, j.outcome, j.transaction_ids"
+
+    /// The completion's UPDATE (its RETURNING list is `completionSQL`'s). One table, found by
     /// primary key: each row finds its position in the sorted `$1` by binary search
     /// (`width_bucket`), so no plan can go quadratic. A join with `unnest(…)` can, whenever
     /// statistics say no job is leased (after a bulk enqueue, or a quiet hour): a nested loop
@@ -176,7 +204,6 @@ public struct QueueStore: Sendable {
             leased_by = NULL,
             lease_expires_at = NULL
         WHERE j.id = ANY($1::bigint[]) AND j.leased_by = $9 AND j.lease_expires_at > now()
-        RETURNING j.id, j.state, j.outcome, j.attempts
         """
 
     /// The finished jobs written, counted per (state, outcome) into the log the console's
@@ -199,30 +226,34 @@ public struct QueueStore: Sendable {
         FROM written
         """
 
-    static let completeSQL = """
-        WITH written AS (
-        \(completeUpdateSQL)
-        ), \(finishesSQL)
-        \(writtenSQL)
-        -- receipt-worker: completion
-        """
-
-    /// The completion that leaves its witness (migration 0016): the same UPDATE, and under the
-    /// caller's token the ids of the batch it did not write (migration 0027: usually none; the
-    /// ids it wrote would be an 8 KB array per 1,000 jobs, compressed on every completion), so an
-    /// ambiguous COMMIT can be resolved afterwards.
-    static let completeWitnessedSQL = """
-        WITH written AS (
-        \(completeUpdateSQL)
-        ), witness AS (
+    /// Under the caller's token, the ids of the batch the completion did not write (migration
+    /// 0027: usually none; the ids it wrote would be an 8 KB array per 1,000 jobs, compressed on
+    /// every completion), so an ambiguous COMMIT can be resolved afterwards (migration 0016).
+    private static let witnessSQL = """
+        witness AS (
             INSERT INTO iap.commit_witness (token, lost_ids)
             SELECT $10::uuid, CASE WHEN count(*) = cardinality($1::bigint[]) THEN '{}'::bigint[]
                                    ELSE ARRAY(SELECT unnest($1::bigint[]) EXCEPT SELECT id FROM written) END
             FROM written
-        ), \(finishesSQL)
-        \(writtenSQL)
-        -- receipt-worker: completion
+        )
         """
+
+    /// The completion: the UPDATE, the witness when `witnessed`, the side rows when `placing`
+    /// (a batch moving some job into a side set: a batch of `done` results leaves them out and
+    /// does not pay for three empty INSERTs), the finish counts, and the one-row reply.
+    private static func completionSQL(witnessed: Bool, placing: Bool) -> String {
+        let returning = placing ? "\(movedColumns), j.attempts" : "j.id, j.state, j.outcome, j.attempts"
+        var parts = ["WITH written AS (\n\(completeUpdateSQL)\nRETURNING \(returning)\n)"]
+        if witnessed { parts.append(witnessSQL) }
+        if placing { parts.append(sideRowsSQL(from: "written")) }
+        parts.append(finishesSQL)
+        return parts.joined(separator: ", ") + "\n" + writtenSQL + "\n-- receipt-worker: completion"
+    }
+
+    static let completeSQL = completionSQL(witnessed: false, placing: true)
+    static let completeDoneSQL = completionSQL(witnessed: false, placing: false)
+    static let completeWitnessedSQL = completionSQL(witnessed: true, placing: true)
+    static let completeWitnessedDoneSQL = completionSQL(witnessed: true, placing: false)
 
     /// What one completed job writes besides its state change: rows with equal values share
     /// one entry of the statement's value arrays.
@@ -266,9 +297,10 @@ public struct QueueStore: Sendable {
             rows.map { $0.id }, codes, distinct.map { $0.state }, distinct.map { $0.outcome }, distinct.map { $0.delaySeconds },
             distinct.map { $0.appleStatus.map(Int64.init) }, distinct.map { $0.error }, Self.transactionIDsByJob(rows), workerID,
         ]
-        guard let witness else { return PostgresStatement(Self.completeSQL, binds) }
+        let placing = rows.contains { $0.state != "done" }
+        guard let witness else { return PostgresStatement(placing ? Self.completeSQL : Self.completeDoneSQL, binds) }
         binds.append(witness)
-        return PostgresStatement(Self.completeWitnessedSQL, binds)
+        return PostgresStatement(placing ? Self.completeWitnessedSQL : Self.completeWitnessedDoneSQL, binds)
     }
 
     static let leaveWitnessSQL = "INSERT INTO iap.commit_witness (token, lost_ids) VALUES ($1::uuid, '{}')"
@@ -371,25 +403,32 @@ public struct QueueStore: Sendable {
     }
 
     static let releaseSQL = """
-        UPDATE iap.job_queue SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
-            leased_by = NULL, lease_expires_at = NULL
-        WHERE id = ANY($1::bigint[]) AND leased_by = $2
+        WITH released AS (
+            UPDATE iap.job_queue AS j SET state = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now(),
+                leased_by = NULL, lease_expires_at = NULL
+            WHERE j.id = ANY($1::bigint[]) AND j.leased_by = $2
+            RETURNING \(movedColumns)
+        ), \(sideRowsSQL(from: "released"))
+        SELECT id FROM released
         """
 
     /// Graceful shutdown: hands unfinished jobs back without burning the attempt.
     public func release(_ ids: [Int], workerID: String) async throws -> Int {
         guard !ids.isEmpty else { return 0 }
-        return try await client.query(Self.releaseSQL, [ids, workerID]).affectedRows
+        return try await client.query(Self.releaseSQL, [ids, workerID]).count
     }
 
     /// The worker's jobs are found through its lease rows (migration 0029), one per claim it has
     /// not let go of entirely; a claim whose reply was lost committed its row too.
     static let handBackSQL = """
-        UPDATE iap.job_queue SET state = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
-            leased_by = NULL, lease_expires_at = NULL
-        WHERE id = ANY(ARRAY(SELECT unnest(job_ids) FROM iap.job_leases WHERE leased_by = $1))
-          AND state = 'running' AND leased_by = $1 AND NOT (id = ANY($2::bigint[]))
-        RETURNING id
+        WITH handed AS (
+            UPDATE iap.job_queue AS j SET state = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now(),
+                leased_by = NULL, lease_expires_at = NULL
+            WHERE j.id = ANY(ARRAY(SELECT unnest(job_ids) FROM iap.job_leases WHERE leased_by = $1))
+              AND j.state = 'running' AND j.leased_by = $1 AND NOT (j.id = ANY($2::bigint[]))
+            RETURNING \(movedColumns)
+        ), \(sideRowsSQL(from: "handed"))
+        SELECT id FROM handed
         """
 
     /// Claims like `claim`, after handing back in the same round trip (one implicit
@@ -427,11 +466,13 @@ public struct QueueStore: Sendable {
             WHERE id = ANY(ARRAY(SELECT id FROM iap.job_leases WHERE expires_at < now()
                                  ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))
             RETURNING job_ids
-        )
-        UPDATE iap.job_queue AS j
-        \(rescueSetSQL)
-        WHERE j.id = ANY(ARRAY(SELECT unnest(job_ids) FROM expired)) AND j.state = 'running' AND j.lease_expires_at < now()
-        RETURNING j.id, j.state, j.attempts
+        ), rescued AS (
+            UPDATE iap.job_queue AS j
+            \(rescueSetSQL)
+            WHERE j.id = ANY(ARRAY(SELECT unnest(job_ids) FROM expired)) AND j.state = 'running' AND j.lease_expires_at < now()
+            RETURNING \(movedColumns)
+        ), \(sideRowsSQL(from: "rescued"))
+        SELECT id, state FROM rescued
         """
 
     /// Jobs of crashed workers go back to the queue (or to timed_out after a full round):
@@ -444,10 +485,13 @@ public struct QueueStore: Sendable {
     /// worker built before migration 0029, or leased by hand. A sequential read of the table,
     /// so the rescuer runs it rarely.
     static let rescueOrphansSQL = """
-        UPDATE iap.job_queue AS j
-        \(rescueSetSQL)
-        WHERE j.state = 'running' AND j.lease_expires_at < now() - interval '1 minute'
-        RETURNING j.id, j.state, j.attempts
+        WITH rescued AS (
+            UPDATE iap.job_queue AS j
+            \(rescueSetSQL)
+            WHERE j.state = 'running' AND j.lease_expires_at < now() - interval '1 minute'
+            RETURNING \(movedColumns)
+        ), \(sideRowsSQL(from: "rescued"))
+        SELECT id, state FROM rescued
         """
 
     public func rescueOrphanedLeases(maxAttempts: Int, under term: LeaderTerm? = nil) async throws -> [(id: Int, state: String)] {
@@ -488,15 +532,44 @@ public struct QueueStore: Sendable {
             DELETE FROM iap.job_parked
             WHERE id = ANY(ARRAY(SELECT id FROM iap.job_parked ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED))
             RETURNING id
-        )
-        UPDATE iap.job_queue AS j SET state = 'queued', attempts = 0, sweeps = j.sweeps + 1, run_at = now()
-        WHERE j.id = ANY(ARRAY(SELECT id FROM due)) AND j.state = 'timed_out'
-        RETURNING j.id
+        ), swept AS (
+            UPDATE iap.job_queue AS j SET state = 'queued', attempts = 0, sweeps = j.sweeps + 1, run_at = now()
+            WHERE j.id = ANY(ARRAY(SELECT id FROM due)) AND j.state = 'timed_out'
+            RETURNING \(movedColumns)
+        ), \(sideRowsSQL(from: "swept"))
+        SELECT id FROM swept
         """
 
     /// Re-queues timed_out jobs, each with a fresh round of attempts.
     public func sweepTimedOut(limit: Int = 10_000, under term: LeaderTerm? = nil) async throws -> [Int] {
         try await run(Self.sweepSQL, [limit], under: term).map { try $0.decode(Int.self, at: 0) }
+    }
+
+    /// Jobs whose state names a side set that does not hold them as they are (moved straight in
+    /// iap.job_queue rather than through iap.jobs, or by a worker built before migration 0038),
+    /// placed by `iap.place_jobs`. A sequential read of the table, so the leader runs it rarely.
+    static let placeStraysSQL = """
+        WITH strays AS MATERIALIZED (
+            SELECT q.id FROM iap.job_queue AS q
+            WHERE CASE
+                WHEN q.state IN ('queued', 'retrying') THEN NOT EXISTS (
+                    SELECT 1 FROM iap.job_ready AS r WHERE r.id = q.id AND r.state = q.state AND r.run_at = q.run_at)
+                WHEN q.state = 'timed_out' THEN NOT EXISTS (
+                    SELECT 1 FROM iap.job_parked AS p WHERE p.id = q.id AND p.run_at = q.run_at)
+                WHEN q.state IN ('attention', 'failed') THEN NOT EXISTS (
+                    SELECT 1 FROM iap.job_flagged AS f WHERE f.id = q.id AND f.state = q.state
+                      AND f.owed_transaction_ids IS NOT DISTINCT FROM (CASE WHEN q.outcome = 'paid_not_credited' THEN q.transaction_ids END))
+                ELSE false END
+        ), placed AS MATERIALIZED (
+            SELECT iap.place_jobs(ARRAY(SELECT id FROM strays))
+        )
+        SELECT (SELECT count(*) FROM strays)::bigint, (SELECT count(*) FROM placed)::bigint
+        -- receipt-worker: stray search
+        """
+
+    /// Places the jobs no side set holds as they are; returns how many there were.
+    public func placeStrayJobs(under term: LeaderTerm? = nil) async throws -> Int {
+        try await run(Self.placeStraysSQL, [], under: term)[0].decode(Int.self, at: 0)
     }
 
     /// NOTIFY so idle workers claim at once (after a sweep or a rescue).

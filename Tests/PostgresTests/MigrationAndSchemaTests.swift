@@ -191,6 +191,17 @@ final class MigrationAndSchemaTests: XCTestCase {
         XCTAssertEqual(key, expected)
         await client.close()
     }
+
+    /// Migration 0038: no row trigger on the queue's table. Any row trigger on UPDATE, whatever
+    /// its WHEN, makes PostgreSQL fetch the old version of every row a claim or completion updates.
+    func testTheQueueTableHasNoRowTriggers() async throws {
+        let client = PostgresClient(conninfo: try await TestDatabase.fresh())
+        let rowTriggers = try await client.query("""
+            SELECT tgname FROM pg_trigger WHERE tgrelid = 'iap.job_queue'::regclass AND NOT tgisinternal AND (tgtype & 1) = 1
+            """).map { try $0.decode(String.self, at: 0) }
+        XCTAssertEqual(rowTriggers, [])
+        await client.close()
+    }
     /// Completion finds its jobs by lease holder alone; the schema guarantees that a lease
     /// means 'running' and 'running' means a lease.
     func testALeaseExistsExactlyWhileAJobRuns() async throws {
