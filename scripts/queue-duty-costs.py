@@ -154,18 +154,43 @@ def cpu(pid):
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
-def run(name, claim, complete, drop=True, tx=True, yard=False):
+# The row trigger that kept the side sets before migration 0038, for the variant that measures
+# what dropping it saved (created for that variant's pass only, then dropped again).
+OLD_TRIGGER = """CREATE FUNCTION iap.job_state_entered_before_0038() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.state IN ('queued', 'retrying') THEN
+        INSERT INTO iap.job_ready (id, state, run_at) VALUES (NEW.id, NEW.state, NEW.run_at)
+        ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, run_at = EXCLUDED.run_at;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER job_state_entered_before_0038 AFTER UPDATE OF state, run_at, outcome, transaction_ids ON iap.job_queue FOR EACH ROW
+    WHEN (NEW.state IN ('queued', 'retrying', 'timed_out', 'attention', 'failed')
+          AND (NEW.state IS DISTINCT FROM OLD.state OR NEW.run_at IS DISTINCT FROM OLD.run_at
+               OR NEW.outcome IS DISTINCT FROM OLD.outcome OR NEW.transaction_ids IS DISTINCT FROM OLD.transaction_ids))
+    EXECUTE FUNCTION iap.job_state_entered_before_0038()"""
+DROP_OLD_TRIGGER = """DROP TRIGGER IF EXISTS job_state_entered_before_0038 ON iap.job_queue;
+DROP FUNCTION IF EXISTS iap.job_state_entered_before_0038()"""
+
+def run(name, claim, complete, drop=True, tx=True, yard=False, old_trigger=False):
     with psycopg.connect(DB, autocommit=True, prepare_threshold=0) as c:
         if yard:
             multi(c, YS_SETUP % (JOBS, JOBS))
         else:
             multi(c, ENQ % JOBS)
+            if old_trigger:
+                c.execute(OLD_TRIGGER.split(";\nCREATE TRIGGER")[0], prepare=False)
+                c.execute("CREATE TRIGGER" + OLD_TRIGGER.split(";\nCREATE TRIGGER")[1], prepare=False)
             c.execute("VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.job_ready, iap.job_leases", prepare=False)
             c.execute("CHECKPOINT", prepare=False)
         pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]
         lsn0 = c.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
         c0 = cpu(pid)
-        n = drain(c, claim, complete, drop, tx, yard)
+        try:
+            n = drain(c, claim, complete, drop, tx, yard)
+        finally:
+            if old_trigger:
+                multi(c, DROP_OLD_TRIGGER)
         dc = cpu(pid) - c0
         wal = c.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", (lsn0,)).fetchone()[0]
         c.execute("DROP SCHEMA IF EXISTS ys CASCADE", prepare=False)
@@ -200,6 +225,7 @@ def drain(c, claim, complete, drop, tx, yard):
 variants = [
     ("yardstick", None, None, dict(yard=True)),
     ("product", CLAIM, COMPLETE_W, {}),
+    ("with_the_row_trigger_of_0037", CLAIM, COMPLETE_W, dict(old_trigger=True)),
     ("claim_without_request_join", CLAIM_NOJOIN, COMPLETE_W, {}),
     ("claim_without_lease_row", CLAIM_NOLEASE, COMPLETE_W, dict(drop=False)),
     ("completion_without_witness", CLAIM, COMPLETE_NOWIT, {}),
