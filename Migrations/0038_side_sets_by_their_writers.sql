@@ -1,8 +1,8 @@
 -- migrate: no-transaction
 -- The ready, parked and flagged sets are kept by the statements that move jobs, no longer by a
 -- row trigger on iap.job_queue. A row trigger costs every updated row a second fetch of its old
--- version, even where its WHEN skips the function: 2.7–4.3 µs of server CPU per job across a
--- claim and its completion, neither of which ever fired it (docs/benchmarks.md).
+-- version, even where its WHEN skips the function, and a claim or a `done` completion never
+-- fired it.
 --
 -- Who keeps the sets now:
 --   the worker's statements     the completion, release, hand-back, rescue and sweep write the side
@@ -10,8 +10,8 @@
 --   inserts and deletes         the statement triggers of 0029, unchanged;
 --   edits through iap.jobs      the view's UPDATE trigger places the job (iap.place_jobs);
 --   anything else               a job moved straight in iap.job_queue is placed by the leader's
---                               stray search (every 10 minutes, and when a process becomes
---                               leader), or at once by `SELECT iap.place_jobs(ARRAY[…])`.
+--                               stray search (when a process first becomes leader, then every
+--                               10 minutes), or at once by `SELECT iap.place_jobs(ARRAY[…])`.
 --
 -- Statement by statement (each its own transaction), functions first: the view's new trigger
 -- function works before and after the row trigger is dropped, so no edit goes unplaced.

@@ -152,6 +152,8 @@ public struct QueueStore: Sendable {
     /// transaction_ids` as they are now. A job in a state with a side set gets its row there; the
     /// jobs these statements move come from `running` or from another set's row their statement
     /// took, so no other side row is theirs to delete (one left behind is skipped by its reader).
+    /// The same rules as `iap.place_jobs`, which cannot serve here: a function called by the
+    /// statement would read the jobs as they were before the statement changed them.
     static func sideRowsSQL(from source: String) -> String {
         """
         ready AS (
