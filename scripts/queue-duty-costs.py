@@ -37,8 +37,9 @@ WITH requests AS (
   INSERT INTO iap.job_requests (id, kind, user_id, order_id, payload, dedup_key)
   SELECT nextval('iap.jobs_id_seq'), 'receipt', 'bench-user-' || (g %% 1000), 'bench-' || g, 'bm9vcA==',
          iap.job_dedup_key('receipt', 'bench-user-' || (g %% 1000), 'bench-' || g, 'bm9vcA==')
-  FROM generate_series(1, %d) g RETURNING id, kind)
-INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM requests;
+  FROM generate_series(1, %d) g RETURNING id, kind),
+queued AS (INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM requests RETURNING id, state, run_at)
+INSERT INTO iap.job_ready (id, state, run_at) SELECT id, state, run_at FROM queued;
 """
 
 # QueueStore.claimSQL, in parts: the ready set's pick and the jobs marked running ...

@@ -16,8 +16,8 @@ public struct BulkLoader: Sendable {
         """
     static let copyStagingSQL = "COPY ingest_staging (user_id, order_id, product_id, payload) FROM STDIN"
     /// The requests first (the unique dedup_key skips lines already enqueued), then a queue row
-    /// for each new one (migration 0024). Ids are drawn in staging order. Its row count is the
-    /// jobs created.
+    /// for each new one (migration 0024) and its ready row (migration 0039). Ids are drawn in
+    /// staging order. Its row count is the jobs created.
     static let insertJobsSQL = """
         WITH requests AS (
             INSERT INTO iap.job_requests (id, kind, user_id, order_id, product_id, payload, dedup_key)
@@ -26,8 +26,10 @@ public struct BulkLoader: Sendable {
             FROM ingest_staging
             ON CONFLICT (dedup_key) DO NOTHING
             RETURNING id, kind
+        ), queued AS (
+            INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM requests RETURNING id, state, run_at
         )
-        INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM requests
+        INSERT INTO iap.job_ready (id, state, run_at) SELECT id, state, run_at FROM queued
         """
     static let notifySQL = "SELECT pg_notify('iap_jobs', '')"
 

@@ -30,7 +30,9 @@ struct ConsumptionStore: Sendable {
             ON CONFLICT (dedup_key) DO NOTHING
             RETURNING id, kind
         ), job AS (
-            INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM request RETURNING id
+            INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM request RETURNING id, state, run_at
+        ), ready AS (
+            INSERT INTO iap.job_ready (id, state, run_at) SELECT id, state, run_at FROM job
         )
         INSERT INTO iap.consumption_requests (notification_uuid, transaction_id, environment, reason, requested_at, respond_by, job_id)
         SELECT $1::uuid, $2, $3, $4, $5::timestamptz, $5::timestamptz + interval '12 hours', (SELECT id FROM job)

@@ -66,6 +66,8 @@ final class BulkLoaderTests: XCTestCase {
         let jobs = try await client.query("SELECT count(*) AS n, count(*) FILTER (WHERE kind = 'receipt' AND state = 'queued') AS q FROM iap.jobs").first
         XCTAssertEqual(try jobs?.decode(Int.self, "n"), goodLines)
         XCTAssertEqual(try jobs?.decode(Int.self, "q"), goodLines)
+        let ready = try await client.query("SELECT count(*) FROM iap.job_ready").first?.decode(Int.self, at: 0)
+        XCTAssertEqual(ready, goodLines, "every loaded job is claimable: the load writes its ready row")
 
         // The loaded rows are exactly what iap.enqueue_receipt would have made (same dedup key).
         let sameKey = try await client.query("""

@@ -272,6 +272,9 @@ private struct QueueStoreDriver {
 
     func drain() async throws {
         let store = QueueStore(client: client)
+        // As its leader does on taking office: jobs an enqueue of the previous build inserted while
+        // migration 0039 dropped the trigger it relied on have no ready row yet.
+        _ = try await store.placeStrayJobs()
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             _ = try await store.rescueExpiredLeases(maxAttempts: 10)

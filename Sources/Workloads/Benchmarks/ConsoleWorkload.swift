@@ -44,6 +44,8 @@ public struct ConsoleWorkload: Sendable {
         INSERT INTO iap.job_queue (id, kind, state, outcome, attempts, apple_status, last_error, transaction_ids, created_at, run_at, finished_at)
         SELECT id, kind, state, outcome, attempts, apple_status, last_error, transaction_ids, created_at, run_at, finished_at FROM source
         """
+    /// The side rows of the jobs written straight into the table (`iap.place_jobs`, migration 0039).
+    static let placeSQL = "SELECT iap.place_jobs(ARRAY(SELECT id FROM iap.job_queue WHERE state <> 'done'))"
     /// The log of finished jobs the overview's charts read (migration 0028), as completions of
     /// 100 jobs would have written it (a busy worker's are larger, so fewer rows).
     static let finishesSQL = """
@@ -75,6 +77,7 @@ public struct ConsoleWorkload: Sendable {
     public func fill(_ client: PostgresClient) async throws {
         let step = max(jobs / max(ledgerRows, 1), 1)
         _ = try await client.query(Self.jobsSQL, [jobs, users, step])
+        _ = try await client.query(Self.placeSQL)
         _ = try await client.query("SELECT setval(pg_get_serial_sequence('iap.job_queue', 'id'), $1)", [jobs])
         _ = try await client.query(Self.finishesSQL)
         _ = try await client.query(Self.ordersSQL, [jobs, users, step])

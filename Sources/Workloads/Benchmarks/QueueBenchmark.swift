@@ -183,8 +183,10 @@ public struct QueueBenchmark: Sendable {
                                iap.job_dedup_key('receipt', user_id, order_id, payload)
                         FROM bench_staging ON CONFLICT (dedup_key) DO NOTHING
                         RETURNING id, kind
+                    ), queued AS (
+                        INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM requests RETURNING id, state, run_at
                     )
-                    INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM requests
+                    INSERT INTO iap.job_ready (id, state, run_at) SELECT id, state, run_at FROM queued
                     """)
             }
         }
