@@ -66,10 +66,25 @@ public final class PostgresClient: Sendable {
     /// One autocommit statement. Retried once on a fresh connection if the old one was
     /// found dead (server restart); callers only send statements that are safe to repeat.
     public func query(_ sql: String, _ binds: [any PostgresEncodable] = []) async throws -> PostgresRows {
+        try await retryingOnceIfLost { try await withConnection { try await $0.query(sql, binds) } }
+    }
+
+    /// One statement alone in a transaction whose BEGIN, settings and COMMIT travel with it (one
+    /// round trip): with `.reused`, planned once per session instead of for every run. Retried
+    /// like `query`.
+    public func query(_ statement: PostgresStatement, planning: TransactionPlanning) async throws -> PostgresRows {
+        try await retryingOnceIfLost {
+            try await withConnection { connection in
+                try await connection.transaction(planning: planning) { try await $0.commit(after: [statement])[0] }
+            }
+        }
+    }
+
+    private func retryingOnceIfLost<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         do {
-            return try await withConnection { try await $0.query(sql, binds) }
+            return try await body()
         } catch let error as PostgresError where error.isConnectionLost {
-            return try await withConnection { try await $0.query(sql, binds) }
+            return try await body()
         }
     }
 

@@ -25,6 +25,17 @@ final class ClaimPlanTests: XCTestCase {
             XCTAssertTrue(plan.contains("jobs_pkey"), "\(name):\n\(plan)")
             if name == "claim" { XCTAssertTrue(plan.contains("job_requests_pkey"), plan) }
         }
+        // The worker runs the claim with one plan per session (`TransactionPlanning.reused`), made
+        // without its parameters: it must find its rows by key too, whatever the batch.
+        let generic = try await connection.transaction(planning: .reused) { tx in
+            _ = try await tx.query("PREPARE claim_plan(int, text, float8, bigint[]) AS " + QueueStore.claimSQL)
+            return try await tx.query("EXPLAIN EXECUTE claim_plan(1000, 'w', 60, '{}')").map { try $0.decode(String.self, at: 0) }
+        }.joined(separator: "\n")
+        XCTAssertFalse(generic.contains("Seq Scan"), generic)
+        XCTAssertTrue(generic.contains("Index Scan using job_ready_due"), generic)
+        XCTAssertTrue(generic.contains("Index Cond: (id = c.id)"), "one request looked up per claimed job:\n\(generic)")
+        XCTAssertTrue(generic.contains("jobs_pkey"), generic)
+        _ = try await connection.query("DEALLOCATE claim_plan")
         // And the claim still claims: oldest first, each job once, with its request.
         let store = QueueStore(client: PostgresClient(conninfo: url))
         let first = try await store.claim(limit: 700, workerID: "w", leaseSeconds: 60)
