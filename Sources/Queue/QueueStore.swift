@@ -580,6 +580,23 @@ public struct QueueStore: Sendable {
         try await run(Self.placeStraysSQL, [], under: term)[0].decode(Int.self, at: 0)
     }
 
+    /// The ready set's dead and live rows as the server's statistics count them (each server
+    /// process reports its own at the end of its transactions, at most once a second).
+    static let readySetRowsSQL = """
+        SELECT coalesce(sum(n_dead_tup), 0)::bigint, coalesce(sum(n_live_tup), 0)::bigint
+        FROM pg_stat_user_tables WHERE relid = 'iap.job_ready'::regclass
+        """
+
+    public func readySetRows() async throws -> (dead: Int, live: Int) {
+        let row = try await client.query(Self.readySetRowsSQL)[0]
+        return (try row.decode(Int.self, at: 0), try row.decode(Int.self, at: 1))
+    }
+
+    /// `ReadySetVacuum`. SKIP_LOCKED: a vacuum already running (autovacuum's) is enough.
+    public func vacuumReadySet() async throws {
+        try await client.withConnection { try await $0.execute(script: "VACUUM (SKIP_LOCKED) iap.job_ready") }
+    }
+
     /// NOTIFY so idle workers claim at once (after a sweep or a rescue).
     public func notifyWorkers() async throws {
         _ = try await client.query("SELECT pg_notify('iap_jobs', '')")
