@@ -153,31 +153,47 @@ public struct QueueStore: Sendable {
     /// claim's worth of one outcome), 1 without a search.
     private static let rowCode = "(CASE WHEN cardinality($3::text[]) = 1 THEN 1 ELSE ($2::int[])[width_bucket(j.id, $1::bigint[])] END)"
 
+    /// The side sets beside `iap.job_queue` that a statement moving jobs may write.
+    enum SideSet: CaseIterable {
+        case ready, parked, flagged
+    }
+
     /// The side rows (migration 0038) of the jobs a statement moved, written by that statement:
     /// `source` names its moved rows, with the columns `id, state, run_at, finished_at, outcome,
-    /// transaction_ids` as they are now. A job in a state with a side set gets its row there; the
-    /// jobs these statements move come from `running` or from another set's row their statement
-    /// took, so no other side row is theirs to delete (one left behind is skipped by its reader).
+    /// transaction_ids` as they are now, and `sets` the side sets its jobs can enter (a release
+    /// only queues jobs). A job in a state with a side set gets its row there; the jobs these
+    /// statements move come from `running` or from another set's row their statement took, so no
+    /// other side row is theirs to delete (one left behind is skipped by its reader).
     /// The same rules as `iap.place_jobs`, which cannot serve here: a function called by the
     /// statement would read the jobs as they were before the statement changed them.
-    static func sideRowsSQL(from source: String) -> String {
-        """
-        ready AS (
-            INSERT INTO iap.job_ready (id, state, run_at)
-            SELECT id, state, run_at FROM \(source) WHERE state IN ('queued', 'retrying')
-            ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, run_at = EXCLUDED.run_at
-        ), parked AS (
-            INSERT INTO iap.job_parked (id, run_at)
-            SELECT id, run_at FROM \(source) WHERE state = 'timed_out'
-            ON CONFLICT (id) DO UPDATE SET run_at = EXCLUDED.run_at
-        ), flagged AS (
-            INSERT INTO iap.job_flagged (id, state, finished_at, owed_transaction_ids)
-            SELECT id, state, coalesce(finished_at, now()), CASE WHEN outcome = 'paid_not_credited' THEN transaction_ids END
-            FROM \(source) WHERE state IN ('attention', 'failed')
-            ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, finished_at = EXCLUDED.finished_at,
-                                           owed_transaction_ids = EXCLUDED.owed_transaction_ids
-        )
-        """
+    static func sideRowsSQL(from source: String, into sets: [SideSet] = SideSet.allCases) -> String {
+        sets.map { set in
+            switch set {
+            case .ready: """
+                ready AS (
+                    INSERT INTO iap.job_ready (id, state, run_at)
+                    SELECT id, state, run_at FROM \(source) WHERE state IN ('queued', 'retrying')
+                    ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, run_at = EXCLUDED.run_at
+                )
+                """
+            case .parked: """
+                parked AS (
+                    INSERT INTO iap.job_parked (id, run_at)
+                    SELECT id, run_at FROM \(source) WHERE state = 'timed_out'
+                    ON CONFLICT (id) DO UPDATE SET run_at = EXCLUDED.run_at
+                )
+                """
+            case .flagged: """
+                flagged AS (
+                    INSERT INTO iap.job_flagged (id, state, finished_at, owed_transaction_ids)
+                    SELECT id, state, coalesce(finished_at, now()), CASE WHEN outcome = 'paid_not_credited' THEN transaction_ids END
+                    FROM \(source) WHERE state IN ('attention', 'failed')
+                    ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, finished_at = EXCLUDED.finished_at,
+                                                   owed_transaction_ids = EXCLUDED.owed_transaction_ids
+                )
+                """
+            }
+        }.joined(separator: ", ")
     }
 
     /// What a statement that moves jobs returns for `sideRowsSQL`.
@@ -416,7 +432,7 @@ public struct QueueStore: Sendable {
                 leased_by = NULL, lease_expires_at = NULL
             WHERE j.id = ANY($1::bigint[]) AND j.leased_by = $2
             RETURNING \(movedColumns)
-        ), \(sideRowsSQL(from: "released"))
+        ), \(sideRowsSQL(from: "released", into: [.ready]))
         SELECT id FROM released
         """
 
@@ -435,7 +451,7 @@ public struct QueueStore: Sendable {
             WHERE j.id = ANY(ARRAY(SELECT unnest(job_ids) FROM iap.job_leases WHERE leased_by = $1))
               AND j.state = 'running' AND j.leased_by = $1 AND NOT (j.id = ANY($2::bigint[]))
             RETURNING \(movedColumns)
-        ), \(sideRowsSQL(from: "handed"))
+        ), \(sideRowsSQL(from: "handed", into: [.ready]))
         SELECT id FROM handed
         """
 
@@ -479,7 +495,7 @@ public struct QueueStore: Sendable {
             \(rescueSetSQL)
             WHERE j.id = ANY(ARRAY(SELECT unnest(job_ids) FROM expired)) AND j.state = 'running' AND j.lease_expires_at < now()
             RETURNING \(movedColumns)
-        ), \(sideRowsSQL(from: "rescued"))
+        ), \(sideRowsSQL(from: "rescued", into: [.ready, .parked]))
         SELECT id, state FROM rescued
         """
 
@@ -498,7 +514,7 @@ public struct QueueStore: Sendable {
             \(rescueSetSQL)
             WHERE j.state = 'running' AND j.lease_expires_at < now() - interval '1 minute'
             RETURNING \(movedColumns)
-        ), \(sideRowsSQL(from: "rescued"))
+        ), \(sideRowsSQL(from: "rescued", into: [.ready, .parked]))
         SELECT id, state FROM rescued
         """
 
@@ -544,7 +560,7 @@ public struct QueueStore: Sendable {
             UPDATE iap.job_queue AS j SET state = 'queued', attempts = 0, sweeps = j.sweeps + 1, run_at = now()
             WHERE j.id = ANY(ARRAY(SELECT id FROM due)) AND j.state = 'timed_out'
             RETURNING \(movedColumns)
-        ), \(sideRowsSQL(from: "swept"))
+        ), \(sideRowsSQL(from: "swept", into: [.ready]))
         SELECT id FROM swept
         """
 
