@@ -73,10 +73,10 @@ public struct QueueStore: Sendable {
     }
 
     /// The claim runs in a transaction of reused plans, in one round trip (BEGIN, the settings,
-    /// the claim, COMMIT): planned for each run, as the session's statements are, a claim cost
-    /// the server half a millisecond of planning, as much as running it for 500 jobs. Its one
-    /// plan holds for any batch: the picked ids reach each table as an array, whose size the
-    /// planner does not guess from the limit (`ClaimPlanTests`).
+    /// the claim, COMMIT): planned for each run, as the session's statements are, a small claim
+    /// spent as long being planned as being run. Its one plan holds for any batch: the picked ids
+    /// reach each table as an array, whose size the planner does not guess from the limit
+    /// (`ClaimPlanTests`).
     func claim(limit: Int, workerID: String, leaseSeconds: Double, cache: PayloadCache?) async throws -> [ClaimedJob] {
         let epoch = client.sessionsOpened
         let rows = try await client.query(PostgresStatement(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []]),

@@ -4,10 +4,11 @@ import Synchronization
 /// deletes the ready rows it takes, and their index entries stay until a vacuum; they lie at the
 /// front of the `(run_at, id)` index, where every claim's scan starts, and nothing else removes
 /// them there (new entries go in at the other end, so those pages never split). Every claim
-/// walks all of them: half a millisecond more per claim for each 30,000, and autovacuum visits a
-/// table at most once a minute. A vacuum reads the whole table and its indexes, so it waits for
-/// at least as many dead rows as live ones (a backlog of millions is left to autovacuum), and
-/// dead rows a vacuum could not remove (an old snapshot still sees them) are not counted again.
+/// walks all of them, and autovacuum visits a table at most once a minute
+/// (`scripts/ready-set-dead-rows.py` shows the cost). A vacuum reads the whole table and its
+/// indexes, so it waits for at least as many dead rows as live ones (a backlog of millions is
+/// left to autovacuum), and dead rows a vacuum could not remove (an old snapshot still sees
+/// them) are not counted again until something else removed them.
 public struct ReadySetVacuum: MaintenanceTask {
     public let name = "ready_set_vacuum"
     public static let defaultInterval: Double = 5
@@ -25,7 +26,8 @@ public struct ReadySetVacuum: MaintenanceTask {
 
     public func run(term: LeaderTerm) async throws {
         let rows = try await store.readySetRows()
-        guard rows.dead - leftBehind.rows.load(ordering: .relaxed) >= max(deadRows, rows.live) else { return }
+        let stillThere = min(leftBehind.rows.load(ordering: .relaxed), rows.dead)
+        guard rows.dead - stillThere >= max(deadRows, rows.live) else { return }
         try term.check()
         try await store.vacuumReadySet()
         leftBehind.rows.store(try await store.readySetRows().dead, ordering: .relaxed)
