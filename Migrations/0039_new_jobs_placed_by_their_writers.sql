@@ -8,7 +8,7 @@
 -- Who places a new job now:
 --   iap.enqueue_jobs (and the enqueue functions that call it), the bulk load of the ingest API
 --   and the refund requests      write the ready row beside the job, in the same statement;
---   inserts through iap.jobs     the view's INSERT trigger places the job (iap.place_jobs);
+--   inserts through iap.jobs     the view's INSERT trigger places the job by its state;
 --   anything else                a job inserted straight into iap.job_queue is placed by the
 --                                leader's stray search (0038), or at once by
 --                                `SELECT iap.place_jobs(ARRAY[…])`.

@@ -157,15 +157,15 @@ def cpu(pid):
 
 # The row trigger that kept the side sets before migration 0038, for the variant that measures
 # what dropping it saved (created for that variant's pass only, then dropped again).
-OLD_TRIGGER = """CREATE FUNCTION iap.job_state_entered_before_0038() RETURNS trigger LANGUAGE plpgsql AS $$
+OLD_TRIGGER_FUNCTION = """CREATE FUNCTION iap.job_state_entered_before_0038() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.state IN ('queued', 'retrying') THEN
         INSERT INTO iap.job_ready (id, state, run_at) VALUES (NEW.id, NEW.state, NEW.run_at)
         ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, run_at = EXCLUDED.run_at;
     END IF;
     RETURN NULL;
-END $$;
-CREATE TRIGGER job_state_entered_before_0038 AFTER UPDATE OF state, run_at, outcome, transaction_ids ON iap.job_queue FOR EACH ROW
+END $$"""
+OLD_TRIGGER = """CREATE TRIGGER job_state_entered_before_0038 AFTER UPDATE OF state, run_at, outcome, transaction_ids ON iap.job_queue FOR EACH ROW
     WHEN (NEW.state IN ('queued', 'retrying', 'timed_out', 'attention', 'failed')
           AND (NEW.state IS DISTINCT FROM OLD.state OR NEW.run_at IS DISTINCT FROM OLD.run_at
                OR NEW.outcome IS DISTINCT FROM OLD.outcome OR NEW.transaction_ids IS DISTINCT FROM OLD.transaction_ids))
@@ -180,8 +180,8 @@ def run(name, claim, complete, drop=True, tx=True, yard=False, old_trigger=False
         else:
             multi(c, ENQ % JOBS)
             if old_trigger:
-                c.execute(OLD_TRIGGER.split(";\nCREATE TRIGGER")[0], prepare=False)
-                c.execute("CREATE TRIGGER" + OLD_TRIGGER.split(";\nCREATE TRIGGER")[1], prepare=False)
+                c.execute(OLD_TRIGGER_FUNCTION, prepare=False)
+                c.execute(OLD_TRIGGER, prepare=False)
             c.execute("VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.job_ready, iap.job_leases", prepare=False)
             c.execute("CHECKPOINT", prepare=False)
         pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]
