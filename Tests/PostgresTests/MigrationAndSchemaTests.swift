@@ -205,6 +205,27 @@ final class MigrationAndSchemaTests: XCTestCase {
         XCTAssertEqual(triggers, ["jobs_deleted (statement)"])
         await client.close()
     }
+
+    /// Migration 0040: the enqueue function plans its statements once per session, even on our
+    /// sessions that plan every top-level statement afresh, and still finds a duplicate by its key.
+    func testTheEnqueueFunctionReusesItsPlans() async throws {
+        let client = PostgresClient(conninfo: try await TestDatabase.fresh(), maxConnections: 1)
+        let settings = try await client.query("""
+            SELECT array_to_string(proconfig, ' ') FROM pg_proc WHERE oid = 'iap.enqueue_jobs(text[], text[], text[], text[], text[])'::regprocedure
+            """)[0].decode(String.self, at: 0)
+        XCTAssertEqual(settings, "plan_cache_mode=force_generic_plan enable_seqscan=off")
+        let enqueue = "SELECT job_id, created FROM iap.enqueue_jobs($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])"
+        var first: [Int] = []
+        for round in 0..<7 { // past the five runs after which PostgreSQL would settle on its own
+            let rows = try await client.query(enqueue, [["receipt", "receipt"], ["u", "u"], ["o1", "o2"], [String?.none, nil], ["QUFBQQ==", "QkJCQg=="]])
+            let ids = try rows.map { try $0.decode(Int.self, at: 0) }
+            let created = try rows.map { try $0.decode(Bool.self, at: 1) }
+            if round == 0 { first = ids }
+            XCTAssertEqual(ids, first, "round \(round): the same two jobs")
+            XCTAssertEqual(created, round == 0 ? [true, true] : [false, false], "round \(round)")
+        }
+        await client.close()
+    }
     /// Completion finds its jobs by lease holder alone; the schema guarantees that a lease
     /// means 'running' and 'running' means a lease.
     func testALeaseExistsExactlyWhileAJobRuns() async throws {
