@@ -1,13 +1,9 @@
 /// The text form of one-dimensional arrays (`{1,2,"a b",NULL}`), both ways.
 enum PostgresArrayLiteral {
-    /// UTF-8 bytes, built directly: completion and settlement bind arrays of hundreds of
-    /// values per statement, and appending scalar by scalar to a String would cost more than the SQL.
-    static func encode(_ items: [String?]) -> [UInt8] { encode(items: items) }
-
-    /// Text arrays without NULLs, with no intermediate array of optionals.
-    static func encode(_ strings: [String]) -> [UInt8] { encode(items: strings.lazy.map { Optional($0) }) }
-
-    private static func encode<Items: Collection<String?>>(items: Items) -> [UInt8] {
+    /// UTF-8 bytes, built directly: arrays of hundreds of values go out per statement, and
+    /// appending scalar by scalar to a String would cost more than the SQL. Text arrays go in
+    /// binary (`PostgresTextArray`) unless an element holds a NUL.
+    static func encode<Items: Collection<String?>>(_ items: Items) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(items.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
         out.append(UInt8(ascii: "{"))

@@ -59,10 +59,12 @@ extension Data: PostgresEncodable {
 extension Array: PostgresEncodable where Element: PostgresArrayElement {
     public var postgresBind: PostgresBind {
         // Job ids and the settlement's text columns go out by the thousand per statement: written
-        // directly, not through an array of optional strings.
+        // directly, not through an array of optional strings; text in binary (`PostgresTextArray`).
         if let integers = self as? [Int] { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(integers)) }
-        if let strings = self as? [String] { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(strings)) }
-        if let strings = self as? [String?] { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(strings)) }
+        // By element type, not `as?`: an array of other optionals that holds only nils casts to
+        // [String?], and the binary form would name it text[].
+        if Element.self == String.self { return PostgresTextArray.bind((self as! [String]).lazy.map { Optional($0) }) }
+        if Element.self == String?.self { return PostgresTextArray.bind(self as! [String?]) }
         return PostgresBind(utf8Text: PostgresArrayLiteral.encode(self.map(\.arrayLiteralItem)))
     }
 }
