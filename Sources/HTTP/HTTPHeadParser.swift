@@ -78,15 +78,17 @@ enum HTTPHead {
     }
 
     /// Content-Length, if present. Repeated values must agree; anything but digits is malformed.
+    /// Byte by byte: every request and response head goes through here.
     static func contentLength(_ headers: HTTPHeaderFields) throws(Malformed) -> Int? {
         var result: Int?
         for field in headers where field.name.equalsIgnoringASCIICase("Content-Length") {
-            for part in field.value.split(separator: ",", omittingEmptySubsequences: false) {
-                let digits = part.trimmingWhitespace
-                guard !digits.isEmpty, digits.count <= 18, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
-                      let n = Int(digits), result == nil || result == n else {
+            for part in field.value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+                let digits = trimmed(part)
+                guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
                     throw Malformed(reason: "invalid Content-Length")
                 }
+                let n = digits.reduce(0) { $0 * 10 + Int($1 - 48) }
+                guard result == nil || result == n else { throw Malformed(reason: "invalid Content-Length") }
                 result = n
             }
         }
@@ -97,10 +99,23 @@ enum HTTPHead {
     static func hasToken(_ headers: HTTPHeaderFields, _ name: String, _ token: String) -> Bool {
         headers.contains { field in
             field.name.equalsIgnoringASCIICase(name) &&
-                field.value.split(separator: ",").contains {
-                    $0.trimmingWhitespace.equalsIgnoringASCIICase(token)
+                field.value.utf8.split(separator: UInt8(ascii: ",")).contains {
+                    equalIgnoringASCIICase(trimmed($0), token.utf8)
                 }
         }
+    }
+
+    /// `bytes` without leading and trailing spaces and tabs.
+    private static func trimmed<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> Bytes.SubSequence {
+        var part = bytes[...]
+        while let f = part.first, f == 0x20 || f == 0x09 { part = part.dropFirst() }
+        while let l = part.last, l == 0x20 || l == 0x09 { part = part.dropLast() }
+        return part
+    }
+
+    private static func equalIgnoringASCIICase(_ left: some Collection<UInt8>, _ right: some Collection<UInt8>) -> Bool {
+        func fold(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte + 32 : byte }
+        return left.count == right.count && zip(left, right).allSatisfy { fold($0) == fold($1) }
     }
 
     static func has(_ headers: HTTPHeaderFields, _ name: String) -> Bool { headers.firstValue(name) != nil }

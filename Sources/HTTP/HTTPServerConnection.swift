@@ -199,25 +199,29 @@ final class ServerCore: @unchecked Sendable {
 
     private func parseRequestHead(_ bytes: ArraySlice<UInt8>) throws -> RequestHead {
         let (line, headers) = try HTTPHead.parse(bytes)
-        let parts = line.split(separator: " ", omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, parts[0].utf8.allSatisfy(HTTPHead.isTokenChar),
-              !parts[1].isEmpty else {
+        // Split on the two spaces by bytes (a space is one byte, so its index splits the String).
+        let utf8 = line.utf8
+        guard let firstSpace = utf8.firstIndex(of: UInt8(ascii: " ")),
+              let secondSpace = utf8[utf8.index(after: firstSpace)...].firstIndex(of: UInt8(ascii: " ")),
+              !utf8[utf8.index(after: secondSpace)...].contains(UInt8(ascii: " ")),
+              firstSpace > utf8.startIndex, utf8[..<firstSpace].allSatisfy(HTTPHead.isTokenChar),
+              utf8.index(after: firstSpace) < secondSpace else {
             throw RequestRejection(status: 400, message: "malformed request line")
         }
-        let method = String(parts[0])
-        let version = String(parts[2])
+        let method = String(line[..<firstSpace])
+        let version = String(line[line.index(after: secondSpace)...])
         guard version == "HTTP/1.1" || version == "HTTP/1.0" else {
             let looksLikeHTTP = version.count == 8 && version.hasPrefix("HTTP/")
             throw RequestRejection(status: looksLikeHTTP ? 505 : 400,
                                    message: looksLikeHTTP ? "unsupported HTTP version" : "malformed request line",
                                    method: method)
         }
-        var target = Substring(parts[1])
-        if target.hasPrefix("http://") || target.hasPrefix("https://") {  // absolute-form
+        var target = line[line.index(after: firstSpace)..<secondSpace]
+        if target.utf8.starts(with: "http://".utf8) || target.utf8.starts(with: "https://".utf8) {  // absolute-form
             let afterScheme = target[target.range(of: "://")!.upperBound...]
-            target = afterScheme.firstIndex(of: "/").map { afterScheme[$0...] } ?? "/"
+            target = afterScheme.utf8.firstIndex(of: UInt8(ascii: "/")).map { afterScheme[$0...] } ?? "/"
         }
-        guard target.hasPrefix("/") || (target == "*" && method == "OPTIONS") else {
+        guard target.utf8.first == UInt8(ascii: "/") || (target == "*" && method == "OPTIONS") else {
             throw RequestRejection(status: 400, message: "malformed request target", method: method)
         }
         if HTTPHead.has(headers, "Transfer-Encoding") {
@@ -235,7 +239,7 @@ final class ServerCore: @unchecked Sendable {
         let keepAlive = version == "HTTP/1.1"
             ? !HTTPHead.hasToken(headers, "Connection", "close")
             : HTTPHead.hasToken(headers, "Connection", "keep-alive")
-        let question = target.firstIndex(of: "?")
+        let question = target.utf8.firstIndex(of: UInt8(ascii: "?"))
         return RequestHead(method: method,
                            path: String(question.map { target[..<$0] } ?? target),
                            query: question.map { String(target[target.index(after: $0)...]) },

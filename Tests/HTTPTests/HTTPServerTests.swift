@@ -191,10 +191,24 @@ final class HTTPServerTests: XCTestCase {
                 try Self.statusFor("GET /x HTTP/1.1\r\n folded: x\r\n\r\n", port: port),
                 try Self.statusFor("POST /x HTTP/1.1\r\nContent-Length: 5, 6\r\n\r\n", port: port),
                 try Self.statusFor("GET /x HTTP/2.0\r\n\r\n", port: port),
+                // The request line is exactly three parts: a token, a target, a version.
+                try Self.statusFor("GET  /x HTTP/1.1\r\n\r\n", port: port),
+                try Self.statusFor(" /x HTTP/1.1\r\n\r\n", port: port),
+                try Self.statusFor("GET /x HTTP/1.1 extra\r\n\r\n", port: port),
+                try Self.statusFor("G@T /x HTTP/1.1\r\n\r\n", port: port),
+                try Self.statusFor("GET x HTTP/1.1\r\n\r\n", port: port),
+                try Self.statusFor("POST /x HTTP/1.1\r\nContent-Length: +5\r\n\r\nhello", port: port),
+                try Self.statusFor("POST /x HTTP/1.1\r\nContent-Length: 5,\r\n\r\nhello", port: port),
             ]
         }
-        XCTAssertEqual(statuses, [431, 411, 400, 400, 400, 400, 400, 505])
+        XCTAssertEqual(statuses, [431, 411, 400, 400, 400, 400, 400, 505, 400, 400, 400, 400, 400, 400, 400])
         XCTAssertEqual(calls.value, 0)
+        // Repeated lengths that agree, padded, are one length; an absolute-form target is its path.
+        let agreeing = try await onThread {
+            try Self.statusFor("POST http://example.test/x?y=1 HTTP/1.1\r\nContent-Length:  5 , 5\r\nConnection: keep-alive, Close\r\n\r\nhello", port: port)
+        }
+        XCTAssertEqual(agreeing, 200)
+        XCTAssertEqual(calls.value, 1)
         await server.shutdown(grace: .seconds(1))
     }
 
