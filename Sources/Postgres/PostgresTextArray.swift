@@ -10,15 +10,14 @@ enum PostgresTextArray {
     /// The binary form, or the text literal when an element holds a NUL: text cannot hold one,
     /// and the literal is refused before sending with the same clear error as any text parameter.
     static func bind<Items: Collection<String?>>(_ items: Items) -> PostgresBind {
-        var size = 20
+        var size = 20, hasNull = false
         for item in items {
-            guard let item else { size += 4; continue }
+            guard let item else { size += 4; hasNull = true; continue }
             if item.utf8.contains(0) { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(items)) }
             size += 4 + item.utf8.count
         }
         var out: [UInt8] = []
         out.reserveCapacity(size)
-        let hasNull = items.contains { $0 == nil }
         // Header: dimensions, the has-null flag, the element type; then the one dimension's
         // length and lower bound. An empty array is zero dimensions.
         append(Int32(items.isEmpty ? 0 : 1), to: &out)
