@@ -1,4 +1,5 @@
 import JSONWire
+import Postgres
 
 /// Field rules shared by every submission kind, so each 400 message is worded in one place.
 struct SubmissionFields {
@@ -66,6 +67,6 @@ struct SubmissionFields {
 
     /// PostgreSQL text cannot hold U+0000; refusing it here keeps it a 400, not a database error.
     private static func rejectNUL(_ text: String, _ name: String) throws {
-        if text.utf8.contains(0) { throw IngestValidationError("\(name) must not contain NUL characters") }
+        if text.containsNUL { throw IngestValidationError("\(name) must not contain NUL characters") }
     }
 }

@@ -120,7 +120,7 @@ final class HostLookup: Sendable {
         while let current = entry {
             var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
             if getnameinfo(current.pointee.ai_addr, current.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 {
-                let address = String(cString: text)
+                let address = text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
                 if !found.contains(address) { found.append(address) }
             }
             entry = current.pointee.ai_next

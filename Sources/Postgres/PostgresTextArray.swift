@@ -13,7 +13,7 @@ enum PostgresTextArray {
         var size = 20, hasNull = false
         for item in items {
             guard let item else { size += 4; hasNull = true; continue }
-            if item.utf8.contains(0) { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(items)) }
+            if item.containsNUL { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(items)) }
             size += 4 + item.utf8.count
         }
         var out: [UInt8] = []

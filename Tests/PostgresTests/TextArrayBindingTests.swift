@@ -57,3 +57,15 @@ extension TextArrayBindingTests {
         await client.close()
     }
 }
+
+extension TextArrayBindingTests {
+    func testANulIsFoundWhereverItIs() {
+        XCTAssertFalse("".containsNUL)
+        XCTAssertFalse("plain ünïcødé 支付".containsNUL)
+        XCTAssertFalse(String(repeating: "QUFB", count: 600).containsNUL)
+        for text in ["\u{0}", "\u{0}abc", "ab\u{0}c", "abc\u{0}", String(repeating: "x", count: 5000) + "\u{0}"] {
+            XCTAssertTrue(text.containsNUL, text.debugDescription)
+        }
+        XCTAssertTrue(String("ab\u{0}cd".dropFirst()).containsNUL)
+    }
+}
