@@ -100,7 +100,7 @@ enum HTTPHead {
         headers.contains { field in
             field.name.equalsIgnoringASCIICase(name) &&
                 field.value.utf8.split(separator: UInt8(ascii: ",")).contains {
-                    equalIgnoringASCIICase(trimmed($0), token.utf8)
+                    Substring(trimmed($0)).equalsIgnoringASCIICase(token)
                 }
         }
     }
@@ -111,11 +111,6 @@ enum HTTPHead {
         while let f = part.first, f == 0x20 || f == 0x09 { part = part.dropFirst() }
         while let l = part.last, l == 0x20 || l == 0x09 { part = part.dropLast() }
         return part
-    }
-
-    private static func equalIgnoringASCIICase(_ left: some Collection<UInt8>, _ right: some Collection<UInt8>) -> Bool {
-        func fold(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte + 32 : byte }
-        return left.count == right.count && zip(left, right).allSatisfy { fold($0) == fold($1) }
     }
 
     static func has(_ headers: HTTPHeaderFields, _ name: String) -> Bool { headers.firstValue(name) != nil }
