@@ -226,59 +226,6 @@ final class MigrationAndSchemaTests: XCTestCase {
         }
         await client.close()
     }
-    /// Migration 0041: the job tables' enumerations are checked by domains (read once per session),
-    /// not by CHECK constraints of the tables (read back for every statement that writes them);
-    /// a value outside them is refused all the same.
-    func testTheJobEnumerationsAreCheckedByDomains() async throws {
-        let client = PostgresClient(conninfo: try await TestDatabase.fresh(), maxConnections: 1)
-        let checks = try await client.query("""
-            SELECT conname FROM pg_constraint
-            WHERE contype = 'c' AND conrelid IN ('iap.job_queue'::regclass, 'iap.job_requests'::regclass) ORDER BY conname
-            """).map { try $0.decode(String.self, at: 0) }
-        XCTAssertEqual(checks, ["job_requests_user_required", "jobs_leased_while_running"])
-        let id = try await client.query("SELECT iap.enqueue_receipt('u', 'o', 'UkVDRUlQVA==')")[0].decode(Int.self, at: 0)
-        for (sql, binds, label) in [
-            ("SELECT * FROM iap.enqueue_jobs($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])",
-             [["bogus"], ["u"], ["o2"], [String?.none], ["QUFBQQ=="]] as [any PostgresEncodable], "an unknown kind"),
-            ("UPDATE iap.jobs SET state = 'bogus' WHERE id = $1", [id], "an unknown state through the view"),
-            ("UPDATE iap.job_queue SET outcome = 'bogus' WHERE id = $1", [id], "an unknown outcome in the table"),
-        ] {
-            do {
-                _ = try await client.query(sql, binds)
-                XCTFail("\(label) must be refused")
-            } catch let error as PostgresError {
-                XCTAssertEqual(error.sqlState, "23514", label)
-            }
-        }
-        let finished = try await client.query("UPDATE iap.jobs SET state = 'done', outcome = 'credited' WHERE id = $1", [id])
-        XCTAssertEqual(finished.affectedRows, 1)
-        await client.close()
-    }
-
-    /// Migration 0041 makes the view iap.jobs again: what was granted on it still is.
-    func testTheViewKeepsItsPrivilegesThroughMigration0041() async throws {
-        let url = try await TestDatabase.fresh(migrated: false)
-        let all = try Migrator(directory: TestDatabase.migrationsDirectory).migrations
-        let connection = try await PostgresConnection.connect(url)
-        _ = try await Migrator(migrations: all.filter { $0.version <= 40 }).migrate(connection)
-        let role = "rw_view_reader_\(UInt32.random(in: 0...UInt32.max))"
-        _ = try await connection.query("CREATE ROLE \(role)")
-        _ = try await connection.query("GRANT SELECT, INSERT ON iap.jobs TO \(role)")
-        let applied = try await Migrator(migrations: all).migrate(connection)
-        XCTAssertTrue(applied.contains(41))
-        let granted = try await connection.query("""
-            SELECT string_agg(a.privilege_type, ',' ORDER BY a.privilege_type)
-            FROM pg_class AS c, aclexplode(c.relacl) AS a
-            WHERE c.oid = 'iap.jobs'::regclass AND a.grantee = $1::regrole
-            """, [role])[0].decode(String.self, at: 0)
-        XCTAssertEqual(granted, "INSERT,SELECT")
-        let triggers = try await connection.query("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'iap.jobs'::regclass")[0].decode(Int.self, at: 0)
-        XCTAssertEqual(triggers, 3, "the view's INSERT, UPDATE and DELETE triggers")
-        _ = try await connection.query("DROP OWNED BY \(role)")
-        _ = try await connection.query("DROP ROLE \(role)")
-        await connection.close()
-    }
-
     /// Completion finds its jobs by lease holder alone; the schema guarantees that a lease
     /// means 'running' and 'running' means a lease.
     func testALeaseExistsExactlyWhileAJobRuns() async throws {
