@@ -608,6 +608,18 @@ public struct QueueStore: Sendable {
         return (try row.decode(Int.self, at: 0), try row.decode(Int.self, at: 1))
     }
 
+    /// Whether this session's role may vacuum the ready set: PostgreSQL lets the table's owner, the
+    /// database's owner and superusers do it (by privileges held, as `pg_has_role`'s USAGE tells).
+    static let mayVacuumReadySetSQL = """
+        SELECT pg_has_role(c.relowner, 'USAGE') OR pg_has_role(d.datdba, 'USAGE')
+        FROM pg_class AS c, pg_database AS d
+        WHERE c.oid = 'iap.job_ready'::regclass AND d.datname = current_database()
+        """
+
+    public func mayVacuumReadySet() async throws -> Bool {
+        try await client.query(Self.mayVacuumReadySetSQL)[0].decode(Bool.self, at: 0)
+    }
+
     /// `ReadySetVacuum`. SKIP_LOCKED: a vacuum already running (autovacuum's) is enough.
     public func vacuumReadySet() async throws {
         try await client.withConnection { try await $0.execute(script: "VACUUM (SKIP_LOCKED) iap.job_ready") }

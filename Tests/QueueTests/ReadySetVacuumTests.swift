@@ -1,3 +1,4 @@
+import Observability
 import Postgres
 @testable import Queue
 import TestSupport
@@ -17,11 +18,11 @@ final class ReadySetVacuumTests: XCTestCase {
         let counted = try await Self.counted(store, dead: 300, live: 0)
         XCTAssertTrue(counted, "the claims' deletions are counted")
 
-        try await ReadySetVacuum(store: store, deadRows: 1_000).run(term: term)
+        try await ReadySetVacuum(store: store, deadRows: 1_000, logger: Logger(sink: CapturingLogSink())).run(term: term)
         let untouched = try await Self.vacuums(client)
         XCTAssertEqual(untouched, 0, "fewer dead rows than the threshold: no vacuum")
 
-        let duty = ReadySetVacuum(store: store, deadRows: 100)
+        let duty = ReadySetVacuum(store: store, deadRows: 100, logger: Logger(sink: CapturingLogSink()))
         try await duty.run(term: term)
         let once = try await Self.vacuums(client)
         XCTAssertEqual(once, 1)
@@ -46,6 +47,43 @@ final class ReadySetVacuumTests: XCTestCase {
         let twice = try await Self.vacuums(client)
         XCTAssertEqual(twice, 2)
         await client.close()
+    }
+
+    /// A role that does not own the ready set cannot vacuum it (PostgreSQL would skip it with a
+    /// warning in its own log): the duty does not try, and says why once.
+    func testARoleThatCannotVacuumTheReadySetIsReportedOnce() async throws {
+        let url = try await TestDatabase.fresh()
+        let owner = PostgresClient(conninfo: url, maxConnections: 1)
+        try await Self.enqueue(300, from: 0, owner)
+        _ = try await QueueStore(client: owner).claim(limit: 300, workerID: "w", leaseSeconds: 60)
+        let counted = try await Self.counted(QueueStore(client: owner), dead: 300, live: 0)
+        XCTAssertTrue(counted)
+        let role = "rw_not_owner_\(UInt32.random(in: 0...UInt32.max))"
+        _ = try await owner.query("CREATE ROLE \(role)")
+        _ = try await owner.query("GRANT USAGE ON SCHEMA iap TO \(role)")
+
+        let other = PostgresClient(conninfo: url, maxConnections: 1)
+        _ = try await other.query("SET ROLE \(role)")
+        let store = QueueStore(client: other)
+        let mayVacuum = try await store.mayVacuumReadySet()
+        XCTAssertFalse(mayVacuum)
+        let ownerMay = try await QueueStore(client: owner).mayVacuumReadySet()
+        XCTAssertTrue(ownerMay)
+        let log = CapturingLogSink()
+        let duty = ReadySetVacuum(store: store, deadRows: 100, logger: Logger(sink: log))
+        let term = LeaderTerm.held(until: .now + .seconds(120))
+        try await duty.run(term: term)
+        try await duty.run(term: term)
+        let vacuums = try await Self.vacuums(owner)
+        XCTAssertEqual(vacuums, 0)
+        let reports = log.lines.filter { $0.contains("event=ready_set_vacuum_not_permitted") }
+        XCTAssertEqual(reports.count, 1, "\(log.lines)")
+        XCTAssertTrue(reports.first?.contains("level=warning") ?? false)
+
+        await other.close()
+        _ = try await owner.query("DROP OWNED BY \(role)")
+        _ = try await owner.query("DROP ROLE \(role)")
+        await owner.close()
     }
 
     private static func enqueue(_ count: Int, from first: Int, _ client: PostgresClient) async throws {

@@ -108,7 +108,7 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
             TimedOutSweeper(store: store, interval: runtime.options.seconds(Settings.sweepInterval), logger: logger),
             CommitWitnessCleaner(store: store, retention: configuration.witnessRetention, logger: logger),
             StrayJobPlacer(store: store, logger: logger),
-            ReadySetVacuum(store: store),
+            ReadySetVacuum(store: store, logger: logger),
         ] + extraMaintenance
         let leader = registry.gauge("iap_leader", help: "1 on the process that holds the maintenance lease.")
         let maintenance = Maintenance(client: leaseClient, leaderID: configuration.workerID, tasks: tasks,
