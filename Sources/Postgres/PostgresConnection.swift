@@ -12,6 +12,9 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Statements prepared on this session, by SQL text: the hot statements (claim,
     /// complete, ledger) are parsed and planned once per connection, not per call.
     private var prepared: [String: String] = [:]
+    /// The number in the next prepared statement's name: names are never reused in a session,
+    /// as a statement forgotten here (`forgetPrepared`) still exists on the server.
+    private var nextPreparedNumber = 0
     private static let preparedLimit = 256
     /// The session broke inside `transaction`: nothing more may run until it ends, or the
     /// rest of the body would run on a new session, outside the transaction.
@@ -226,6 +229,7 @@ public final class PostgresConnection: @unchecked Sendable {
 
     private func open() throws {
         prepared.removeAll() // a new session has none
+        nextPreparedNumber = 0
         try session.open()
         pooled.store(session.behindPooler, ordering: .relaxed)
     }
@@ -247,7 +251,8 @@ public final class PostgresConnection: @unchecked Sendable {
         let head = sql.drop { $0 == " " || $0 == "\n" || $0 == "\t" }.prefix(6).uppercased()
         guard ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH"].contains(where: { head.hasPrefix($0) }),
               prepared.count < Self.preparedLimit else { return nil }
-        let name = "rw_\(prepared.count)"
+        let name = "rw_\(nextPreparedNumber)"
+        nextPreparedNumber += 1
         try session.roundTrip(until: deadline, send: { PQsendPrepare($0, name, sql, parameterCount, nil) },
                               each: { _ = try self.session.consume($0) })
         prepared[sql] = name
@@ -274,10 +279,15 @@ public final class PostgresConnection: @unchecked Sendable {
                 }
             }
         }
-        if sends.count == 1 {
-            try session.roundTrip(until: deadline, send: sends[0], each: { rows[0] = try session.consume($0) })
-        } else {
-            try session.pipeline(until: deadline, sends: sends, each: { rows[$0] = try session.consume($1) })
+        do {
+            if sends.count == 1 {
+                try session.roundTrip(until: deadline, send: sends[0], each: { rows[0] = try session.consume($0) })
+            } else {
+                try session.pipeline(until: deadline, sends: sends, each: { rows[$0] = try session.consume($1) })
+            }
+        } catch let error as PostgresError where error.sqlState == "0A000" {
+            forgetPrepared(names.compactMap { $0 })
+            throw error
         }
         commitInFlight = false
         // An aborted transaction's COMMIT is answered ROLLBACK: nothing was committed.
@@ -286,6 +296,15 @@ public final class PostgresConnection: @unchecked Sendable {
                                 message: "COMMIT was answered ROLLBACK: the transaction had failed earlier, nothing was committed")
         }
         return rows.dropFirst(begin.count).map { $0 ?? PostgresRows(affectedRows: 0) }
+    }
+
+    /// A prepared statement whose result changed type under it (a column's type altered by a
+    /// migration, say) is refused by PostgreSQL on every run (`cached plan must not change result
+    /// type`, SQLSTATE 0A000) until it is prepared again: forgotten here, the failed call is the
+    /// only one. Any 0A000 forgets the call's statements; the others cost one prepare more.
+    private func forgetPrepared(_ names: [String]) {
+        let stale = Set(names)
+        prepared = prepared.filter { !stale.contains($0.value) }
     }
 
     /// For calls that cannot be pipelined (scripts, COPY): a pending BEGIN goes first, alone.

@@ -59,6 +59,40 @@ final class PostgresConnectionTests: XCTestCase {
         await connection.close()
     }
 
+    /// A prepared statement whose result changes type under it (a migration altering a column)
+    /// fails once, then is prepared again: PostgreSQL would refuse it on every run otherwise.
+    func testAPreparedStatementFailsOnceWhenItsResultTypeChanges() async throws {
+        let url = try await TestDatabase.fresh(migrated: false)
+        let connection = try await PostgresConnection.connect(url)
+        _ = try await connection.query("CREATE TABLE t (a int)")
+        _ = try await connection.query("INSERT INTO t VALUES ($1)", 7)
+        let select = "SELECT a FROM t WHERE a = $1"
+        let before = try await connection.query(select, 7)[0].decode(Int.self, at: 0)
+        XCTAssertEqual(before, 7)
+        let pipelined = try await connection.pipeline([PostgresStatement(select, [7]), PostgresStatement("SELECT count(*) FROM t")])
+        XCTAssertEqual(pipelined.count, 2)
+
+        let migration = try await PostgresConnection.connect(url)
+        _ = try await migration.query("ALTER TABLE t ALTER COLUMN a TYPE bigint")
+        await migration.close()
+        for round in 0..<2 { // alone, then in a pipeline
+            do {
+                if round == 0 {
+                    _ = try await connection.query(select, 7)
+                } else {
+                    _ = try await connection.query("ALTER TABLE t ALTER COLUMN a TYPE int")
+                    _ = try await connection.pipeline([PostgresStatement("SELECT count(*) FROM t"), PostgresStatement(select, [7])])
+                }
+                XCTFail("round \(round): the first run after the change is refused by the server")
+            } catch let error as PostgresError {
+                XCTAssertEqual(error.sqlState, "0A000", "round \(round): \(error)")
+            }
+            let after = try await connection.query(select, 7)[0].decode(Int.self, at: 0)
+            XCTAssertEqual(after, 7, "round \(round): prepared again")
+        }
+        await connection.close()
+    }
+
     func testTransactionsCommitAndRollBack() async throws {
         let url = try await TestDatabase.fresh(migrated: false)
         let client = PostgresClient(conninfo: url, maxConnections: 2)
