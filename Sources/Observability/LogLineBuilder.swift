@@ -29,9 +29,14 @@ struct LogLineBuilder {
         case .logfmt:
             appendLogfmtKey(key)
             line.append(UInt8(ascii: "="))
-            let text = value.description
-            // logfmt quotes with the very same rules as JSON strings: one escaper serves both.
-            if logfmtNeedsQuotes(text) { JSONWriter.appendQuoted(text, to: &line) } else { line.append(contentsOf: text.utf8) }
+            switch value {
+            case .int(let i): line.append(contentsOf: String(i).utf8)  // digits and a sign: never quoted
+            case .bool(let b): line.append(contentsOf: (b ? "true" : "false").utf8)
+            default:
+                let text = value.description
+                // logfmt quotes with the very same rules as JSON strings: one escaper serves both.
+                if logfmtNeedsQuotes(text) { JSONWriter.appendQuoted(text, to: &line) } else { line.append(contentsOf: text.utf8) }
+            }
         case .json:
             JSONWriter.appendQuoted(key, to: &line)
             line.append(UInt8(ascii: ":"))
@@ -54,15 +59,26 @@ struct LogLineBuilder {
     /// Every such byte is ASCII, so bytes of non-ASCII characters pass unchanged.
     private mutating func appendLogfmtKey(_ key: String) {
         if key.isEmpty { line.append(UInt8(ascii: "_")); return }
-        for byte in key.utf8 {
-            let bad = byte <= 0x20 || byte == 0x7F || byte == UInt8(ascii: "=") || byte == UInt8(ascii: "\"")
-            line.append(bad ? UInt8(ascii: "_") : byte)
-        }
+        // Keys are the program's own identifiers (string literals, read in place): copied whole
+        // unless one needs mending.
+        let clean = key.utf8.withContiguousStorageIfAvailable { !$0.contains(where: isBadInLogfmtKey) }
+            ?? !key.utf8.contains(where: isBadInLogfmtKey)
+        if clean { return line.append(contentsOf: key.utf8) }
+        for byte in key.utf8 { line.append(isBadInLogfmtKey(byte) ? UInt8(ascii: "_") : byte) }
     }
 }
 
+@inline(__always)
+private func isBadInLogfmtKey(_ byte: UInt8) -> Bool {
+    byte <= 0x20 || byte == 0x7F || byte == UInt8(ascii: "=") || byte == UInt8(ascii: "\"")
+}
+
+/// Every line's every value passes here: the bytes are read in place, not through an iterator.
 private func logfmtNeedsQuotes(_ text: String) -> Bool {
-    text.isEmpty || text.utf8.contains { $0 <= 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+    var text = text
+    return text.withUTF8 { bytes in
+        bytes.isEmpty || bytes.contains { $0 <= 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+    }
 }
 
 /// `2026-11-21T04:10:57.123Z`.

@@ -8,6 +8,14 @@ import Synchronization
 /// Where finished log lines go. `line` has no trailing newline; the sink adds it.
 public protocol LogSink: Sendable {
     func write(_ line: String)
+    /// Several lines at once, in order (`Logger.batch`); by default one `write` each.
+    func write(lines: [String])
+}
+
+extension LogSink {
+    public func write(lines: [String]) {
+        for line in lines { write(line) }
+    }
 }
 
 /// Writes lines to a file descriptor, each line with one `write(2)` under a lock, so lines from
@@ -28,19 +36,33 @@ public final class FileDescriptorSink: LogSink {
     public func write(_ line: String) {
         var text = line
         text.append("\n")
-        text.withUTF8 { bytes in
-            lock.withLock { _ in
-                var offset = 0
-                // Loops only on a partial write or EINTR; normally this is exactly one write(2).
-                while offset < bytes.count {
-                    let written = systemWrite(fileDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written > 0 {
-                        offset += written
-                    } else if written < 0 && errno == EINTR {
-                        continue
-                    } else {
-                        return  // a closed or broken log stream must not take the worker down
-                    }
+        text.withUTF8 { writeWhole($0) }
+    }
+
+    /// The lines in one `write(2)`: a batch of a thousand finished jobs is one system call.
+    public func write(lines: [String]) {
+        guard lines.count > 1 else { return lines.forEach { write($0) } }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(lines.reduce(lines.count) { $0 + $1.utf8.count })
+        for line in lines {
+            bytes.append(contentsOf: line.utf8)
+            bytes.append(UInt8(ascii: "\n"))
+        }
+        bytes.withUnsafeBufferPointer { writeWhole($0) }
+    }
+
+    private func writeWhole(_ bytes: UnsafeBufferPointer<UInt8>) {
+        lock.withLock { _ in
+            var offset = 0
+            // Loops only on a partial write or EINTR; normally this is exactly one write(2).
+            while offset < bytes.count {
+                let written = systemWrite(fileDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return  // a closed or broken log stream must not take the worker down
                 }
             }
         }
@@ -56,12 +78,14 @@ private func systemWrite(_ fd: Int32, _ buffer: UnsafePointer<UInt8>, _ count: I
 public struct StandardOutputSink: LogSink {
     public init() {}
     public func write(_ line: String) { FileDescriptorSink.standardOutput.write(line) }
+    public func write(lines: [String]) { FileDescriptorSink.standardOutput.write(lines: lines) }
 }
 
 /// Standard error, for tools whose stdout carries data.
 public struct StandardErrorSink: LogSink {
     public init() {}
     public func write(_ line: String) { FileDescriptorSink.standardError.write(line) }
+    public func write(lines: [String]) { FileDescriptorSink.standardError.write(lines: lines) }
 }
 
 /// Keeps lines in memory, for tests.
@@ -72,6 +96,10 @@ public final class CapturingLogSink: LogSink {
 
     public func write(_ line: String) {
         storage.withLock { $0.append(line) }
+    }
+
+    public func write(lines: [String]) {
+        storage.withLock { $0.append(contentsOf: lines) }
     }
 
     public var lines: [String] {

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A structured logger: one line per event, `event` plus ordered key/value fields.
 ///
 /// Cheap to copy and pass around; `with(_:)` derives a logger carrying fixed fields such as `worker_id`.
@@ -81,6 +83,16 @@ public struct Logger: Sendable {
         emit(.error, event, fields())
     }
 
+    /// Runs `body` with a logger whose lines go to this logger's sink together when `body`
+    /// returns (`LogSink.write(lines:)`: one system call for standard output), for the many lines
+    /// of one event such as a completed batch. Lines are kept in memory until then.
+    public func batch<T>(_ body: (Logger) throws -> T) rethrows -> T {
+        let collector = LineCollector()
+        let batched = Logger(minimumLevel: minimumLevel, format: format, sink: collector, redactor: redactor, fixedFields: fixedFields)
+        defer { sink.write(lines: collector.take()) }
+        return try body(batched)
+    }
+
     private func emit(_ level: LogLevel, _ event: String, _ fields: some Sequence<(key: String, value: LogValue)>) {
         var line = LogLineBuilder(format: format, timestamp: currentUTCTimestamp(), level: level, event: event)
         for field in fixedFields {
@@ -90,5 +102,21 @@ public struct Logger: Sendable {
             line.append(key: field.key, value: redactor.redact(key: field.key, value: field.value))
         }
         sink.write(line.finish())
+    }
+}
+
+/// The lines of a `Logger.batch`, until it ends.
+private final class LineCollector: LogSink {
+    private let lines = Mutex<[String]>([])
+
+    func write(_ line: String) {
+        lines.withLock { $0.append(line) }
+    }
+
+    func take() -> [String] {
+        lines.withLock { lines in
+            defer { lines = [] }
+            return lines
+        }
     }
 }

@@ -15,11 +15,16 @@ public struct Redactor: Sendable {
 
     // UTF-8 bytes, longest first so a secret containing another one is replaced whole.
     private let secrets: [[UInt8]]
+    /// Which bytes begin a secret: every other byte of a value is passed over at once.
+    private let startsSecret: [Bool]
     private static let placeholderBytes = Array(placeholder.utf8)
 
     public init(secrets: [String] = []) {
         let usable = Set(secrets.filter { $0.utf8.count >= Self.minimumSecretLength })
         self.secrets = usable.map { Array($0.utf8) }.sorted { $0.count > $1.count }
+        var starts = [Bool](repeating: false, count: 256)
+        for secret in self.secrets { starts[Int(secret[0])] = true }
+        self.startsSecret = starts
     }
 
     /// Returns a redactor that also hides `more` (e.g. a token loaded after start-up).
@@ -27,7 +32,17 @@ public struct Redactor: Sendable {
         Redactor(secrets: secrets.map { String(decoding: $0, as: UTF8.self) } + more)
     }
 
+    /// Whether a sensitive key has this many bytes: a key of another length (most of them) is
+    /// not hashed. Every field of every line asks.
+    private static let isSensitiveKeyLength: [Bool] = {
+        var lengths = [Bool](repeating: false, count: (sensitiveKeys.map(\.utf8.count).max() ?? 0) + 1)
+        for key in sensitiveKeys { lengths[key.utf8.count] = true }
+        return lengths
+    }()
+
     public static func isSensitiveKey(_ key: String) -> Bool {
+        let length = key.utf8.count
+        guard length < isSensitiveKeyLength.count, isSensitiveKeyLength[length] else { return false }
         if sensitiveKeys.contains(key) { return true }
         // Runs for every field of every line: only pay for lowercasing when there is an uppercase letter.
         return key.utf8.contains { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
@@ -58,6 +73,10 @@ public struct Redactor: Sendable {
         var index = 0
         while index < haystack.count {
             let byte = haystack[index]
+            guard startsSecret[Int(byte)] else {
+                index += 1
+                continue
+            }
             let hit = secrets.first { secret in
                 secret[0] == byte && index + secret.count <= haystack.count
                     && secret.indices.allSatisfy { haystack[index + $0] == secret[$0] }

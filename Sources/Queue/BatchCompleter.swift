@@ -307,44 +307,47 @@ final class BatchCompleter: Sendable {
     }
 
     /// Logs and counts what was written; a job not written (or not settled) had lost its lease.
+    /// The batch's lines reach the log together, in one write.
     private func report(_ written: WrittenBatch) {
-        for item in written.fenced {
-            logger.warning("lease_lost", ["job_id": .int(item.job.id), "attempt": .int(item.job.attempts)])
-        }
-        // Finished jobs are counted per run of equal outcomes: a batch is mostly one outcome.
-        var finishedOutcome = ""
-        var finishedRun = 0
-        for (row, item) in zip(written.rows, written.items) {
-            if let ids = written.ids, !ids.contains(row.id) {
-                logger.warning("lease_lost", ["job_id": .int(row.id), "attempt": .int(item.job.attempts)])
-                continue
+        logger.batch { logger in
+            for item in written.fenced {
+                logger.warning("lease_lost", ["job_id": .int(item.job.id), "attempt": .int(item.job.attempts)])
             }
-            switch row.state {
-            case "retrying":
-                payloads.remember(row.id, payload: item.job.payload, epoch: written.epoch)
-                let reason = row.retryReason ?? "unknown"
-                metrics.retries.labels(reason).inc()
-                logger.info("job_retry", ["job_id": .int(row.id), "attempt": .int(item.job.attempts), "reason": .string(reason),
-                                          "delay_s": .double(((row.delaySeconds ?? 0) * 1000).rounded() / 1000), "apple_status": row.appleStatus.map { .int($0) } ?? "",
-                                          "ms": .int(item.milliseconds)])
-            case "timed_out":
-                metrics.retries.labels(row.retryReason ?? "unknown").inc()
-                logger.warning("job_timed_out", ["job_id": .int(row.id), "attempts": .int(item.job.attempts),
-                                                 "reason": .string(row.retryReason ?? "unknown"),
-                                                 "error": .string(row.error ?? ""), "apple_status": row.appleStatus.map { .int($0) } ?? ""])
-            default:
-                let outcome = row.outcome ?? row.state
-                if outcome != finishedOutcome {
-                    if finishedRun > 0 { metrics.finished.labels(finishedOutcome).add(Double(finishedRun)) }
-                    (finishedOutcome, finishedRun) = (outcome, 0)
+            // Finished jobs are counted per run of equal outcomes: a batch is mostly one outcome.
+            var finishedOutcome = ""
+            var finishedRun = 0
+            for (row, item) in zip(written.rows, written.items) {
+                if let ids = written.ids, !ids.contains(row.id) {
+                    logger.warning("lease_lost", ["job_id": .int(row.id), "attempt": .int(item.job.attempts)])
+                    continue
                 }
-                finishedRun += 1
-                logger.info("job_finished", ["job_id": .int(row.id), "announcement_key": .string(Self.announcementKey(outcome, row)),
-                                             "kind": .string(item.job.kind), "outcome": .string(outcome),
-                                             "transaction_id": .string(row.transactionIDs.joined(separator: ",")),
-                                             "attempt": .int(item.job.attempts), "ms": .int(item.milliseconds)])
+                switch row.state {
+                case "retrying":
+                    payloads.remember(row.id, payload: item.job.payload, epoch: written.epoch)
+                    let reason = row.retryReason ?? "unknown"
+                    metrics.retries.labels(reason).inc()
+                    logger.info("job_retry", ["job_id": .int(row.id), "attempt": .int(item.job.attempts), "reason": .string(reason),
+                                              "delay_s": .double(((row.delaySeconds ?? 0) * 1000).rounded() / 1000), "apple_status": row.appleStatus.map { .int($0) } ?? "",
+                                              "ms": .int(item.milliseconds)])
+                case "timed_out":
+                    metrics.retries.labels(row.retryReason ?? "unknown").inc()
+                    logger.warning("job_timed_out", ["job_id": .int(row.id), "attempts": .int(item.job.attempts),
+                                                     "reason": .string(row.retryReason ?? "unknown"),
+                                                     "error": .string(row.error ?? ""), "apple_status": row.appleStatus.map { .int($0) } ?? ""])
+                default:
+                    let outcome = row.outcome ?? row.state
+                    if outcome != finishedOutcome {
+                        if finishedRun > 0 { metrics.finished.labels(finishedOutcome).add(Double(finishedRun)) }
+                        (finishedOutcome, finishedRun) = (outcome, 0)
+                    }
+                    finishedRun += 1
+                    logger.info("job_finished", ["job_id": .int(row.id), "announcement_key": .string(Self.announcementKey(outcome, row)),
+                                                 "kind": .string(item.job.kind), "outcome": .string(outcome),
+                                                 "transaction_id": .string(row.transactionIDs.joined(separator: ",")),
+                                                 "attempt": .int(item.job.attempts), "ms": .int(item.milliseconds)])
+                }
             }
+            if finishedRun > 0 { metrics.finished.labels(finishedOutcome).add(Double(finishedRun)) }
         }
-        if finishedRun > 0 { metrics.finished.labels(finishedOutcome).add(Double(finishedRun)) }
     }
 }
