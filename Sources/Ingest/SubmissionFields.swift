@@ -58,8 +58,9 @@ struct SubmissionFields {
     }
 
     private static func checkLength(_ text: String, _ name: String) throws -> String {
-        // Unicode scalars, so a multibyte id gets the same allowance as an ASCII one.
-        if text.unicodeScalars.count > maximumIdentifierLength {
+        // Unicode scalars, so a multibyte id gets the same allowance as an ASCII one (a scalar is
+        // at least one byte: a short id is not counted at all).
+        if text.utf8.count > maximumIdentifierLength && text.unicodeScalars.count > maximumIdentifierLength {
             throw IngestValidationError("\(name) must be at most \(maximumIdentifierLength) characters")
         }
         return text
