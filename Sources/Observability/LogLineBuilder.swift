@@ -59,11 +59,8 @@ struct LogLineBuilder {
     /// Every such byte is ASCII, so bytes of non-ASCII characters pass unchanged.
     private mutating func appendLogfmtKey(_ key: String) {
         if key.isEmpty { line.append(UInt8(ascii: "_")); return }
-        // Keys are the program's own identifiers (string literals, read in place): copied whole
-        // unless one needs mending.
-        let clean = key.utf8.withContiguousStorageIfAvailable { !$0.contains(where: isBadInLogfmtKey) }
-            ?? !key.utf8.contains(where: isBadInLogfmtKey)
-        if clean { return line.append(contentsOf: key.utf8) }
+        // Keys are the program's own identifiers: copied whole unless one needs mending.
+        if !containsByte(key, where: isBadInLogfmtKey) { return line.append(contentsOf: key.utf8) }
         for byte in key.utf8 { line.append(isBadInLogfmtKey(byte) ? UInt8(ascii: "_") : byte) }
     }
 }
@@ -73,12 +70,15 @@ private func isBadInLogfmtKey(_ byte: UInt8) -> Bool {
     byte <= 0x20 || byte == 0x7F || byte == UInt8(ascii: "=") || byte == UInt8(ascii: "\"")
 }
 
-/// Every line's every value passes here: the bytes are read in place, not through an iterator.
 private func logfmtNeedsQuotes(_ text: String) -> Bool {
+    text.isEmpty || containsByte(text) { isBadInLogfmtKey($0) || $0 == UInt8(ascii: "\\") }
+}
+
+/// Every key and value of every line is scanned: the bytes are read in place, not through an iterator.
+@inline(__always)
+private func containsByte(_ text: String, where matches: (UInt8) -> Bool) -> Bool {
     var text = text
-    return text.withUTF8 { bytes in
-        bytes.isEmpty || bytes.contains { $0 <= 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
-    }
+    return text.withUTF8 { $0.contains(where: matches) }
 }
 
 /// `2026-11-21T04:10:57.123Z`.

@@ -88,7 +88,7 @@ public struct StandardErrorSink: LogSink {
     public func write(lines: [String]) { FileDescriptorSink.standardError.write(lines: lines) }
 }
 
-/// Keeps lines in memory, for tests.
+/// Keeps lines in memory: for tests, and for the lines of a `Logger.batch` until it ends.
 public final class CapturingLogSink: LogSink {
     private let storage = Mutex<[String]>([])
 

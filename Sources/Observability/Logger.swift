@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A structured logger: one line per event, `event` plus ordered key/value fields.
 ///
 /// Cheap to copy and pass around; `with(_:)` derives a logger carrying fixed fields such as `worker_id`.
@@ -87,9 +85,9 @@ public struct Logger: Sendable {
     /// returns (`LogSink.write(lines:)`: one system call for standard output), for the many lines
     /// of one event such as a completed batch. Lines are kept in memory until then.
     public func batch<T>(_ body: (Logger) throws -> T) rethrows -> T {
-        let collector = LineCollector()
+        let collector = CapturingLogSink()
         let batched = Logger(minimumLevel: minimumLevel, format: format, sink: collector, redactor: redactor, fixedFields: fixedFields)
-        defer { sink.write(lines: collector.take()) }
+        defer { sink.write(lines: collector.lines) }
         return try body(batched)
     }
 
@@ -105,18 +103,3 @@ public struct Logger: Sendable {
     }
 }
 
-/// The lines of a `Logger.batch`, until it ends.
-private final class LineCollector: LogSink {
-    private let lines = Mutex<[String]>([])
-
-    func write(_ line: String) {
-        lines.withLock { $0.append(line) }
-    }
-
-    func take() -> [String] {
-        lines.withLock { lines in
-            defer { lines = [] }
-            return lines
-        }
-    }
-}
