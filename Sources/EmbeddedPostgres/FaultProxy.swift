@@ -177,7 +177,9 @@ public final class FaultProxy: Sendable {
             }
             var sent = 0
             while sent < forward {
-                let written = buffer.withUnsafeBytes { write(to, $0.baseAddress! + sent, forward - sent) }
+                // MSG_NOSIGNAL: a peer already gone (a reset, a killed server) must end this relay,
+                // not raise SIGPIPE and kill the whole process the proxy runs in.
+                let written = buffer.withUnsafeBytes { send(to, $0.baseAddress! + sent, forward - sent, Int32(MSG_NOSIGNAL)) }
                 if written <= 0 { break loop }
                 sent += written
             }
