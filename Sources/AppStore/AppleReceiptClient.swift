@@ -18,7 +18,7 @@ public final class AppleReceiptClient: Sendable {
                 observer: AppleRequestObserver = NoAppleRequestObserver()) throws {
         try configuration.validate()
         self.configuration = configuration
-        self.transport = try AppleTransport.make(transport)
+        self.transport = try AppleTransport.make(transport, idleConnectionsPerHost: configuration.idleConnectionsPerHost)
         self.observer = observer
     }
 

@@ -3,11 +3,13 @@ import HTTP
 /// How every Apple client reaches the network, in one place: plain HTTP only to loopback
 /// (apple-sim), TLS verification never touched, and one vocabulary for transport failures.
 enum AppleTransport {
-    /// `transport` (tests, benchmarks) or the default (one socket transport: http to loopback, https with verified TLS),
-    /// wrapped so plain http can only reach loopback hosts.
-    static func make(_ transport: HTTPTransport?) throws -> HTTPTransport {
+    /// `transport` (tests, benchmarks) or the default (one socket transport: http to loopback, https with verified TLS,
+    /// keeping up to `idleConnectionsPerHost` keep-alive connections), wrapped so plain http can only reach loopback hosts.
+    static func make(_ transport: HTTPTransport?, idleConnectionsPerHost: Int? = nil) throws -> HTTPTransport {
         if let transport { return RoutingHTTPTransport(plain: transport, tls: transport, plainHTTPLoopbackOnly: true) }
-        return try RoutingHTTPTransport(plainHTTPLoopbackOnly: true)
+        var configuration = SocketHTTPTransport.Configuration()
+        if let idleConnectionsPerHost { configuration.maxIdleConnectionsPerHost = idleConnectionsPerHost }
+        return try RoutingHTTPTransport(plainHTTPLoopbackOnly: true, configuration: configuration)
     }
 
     /// Retry reason and metric label for a transport failure (messages never carry the body).

@@ -17,16 +17,21 @@ public struct ReceiptVerifierConfiguration: Sendable {
     public var bundleID: String
     /// Deadline for each HTTP exchange with Apple (Apple takes 3–6 s on a good day).
     public var requestTimeout: Duration
+    /// Keep-alive connections to each Apple host kept open between requests. A worker sets its
+    /// concurrency: each verification in flight holds a connection, and answers come back in waves,
+    /// so a smaller pool closes the surplus of every wave and connects (TLS included) again on the next.
+    public var idleConnectionsPerHost: Int
 
     public init(productionURL: URL = Self.appleProductionURL, sandboxURL: URL = Self.appleSandboxURL,
                 sharedSecret: String? = nil, allowSandbox: Bool = false, bundleID: String,
-                requestTimeout: Duration = .seconds(15)) {
+                requestTimeout: Duration = .seconds(15), idleConnectionsPerHost: Int = 4_096) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
         self.sharedSecret = sharedSecret
         self.allowSandbox = allowSandbox
         self.bundleID = bundleID
         self.requestTimeout = requestTimeout
+        self.idleConnectionsPerHost = max(1, idleConnectionsPerHost)
     }
 
     /// Checks what can be checked before any work starts; errors name the environment setting.

@@ -17,8 +17,8 @@ public struct RoutingHTTPTransport: HTTPTransport {
 
     #if canImport(Glibc)
     /// One `SocketHTTPTransport` for both schemes (one event loop, one keep-alive pool).
-    public init(plainHTTPLoopbackOnly: Bool = false) throws {
-        let transport = try SocketHTTPTransport()
+    public init(plainHTTPLoopbackOnly: Bool = false, configuration: SocketHTTPTransport.Configuration = .init()) throws {
+        let transport = try SocketHTTPTransport(configuration: configuration)
         self.init(plain: transport, tls: transport, plainHTTPLoopbackOnly: plainHTTPLoopbackOnly)
     }
     #endif

@@ -127,4 +127,42 @@ final class WorkerProcessTests: XCTestCase {
         XCTAssertGreaterThan(done, 0)
         await client.close()
     }
+
+    func testAWorkerRaisesItsOpenFileLimitAndSaysWhenItCannot() async throws {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_max > 512 else {
+            throw XCTSkip("needs a hard limit of open files above 512")
+        }
+        let url = try await TestDatabase.fresh()
+        let settings = environment(url, ["LOG_LEVEL": "info", "WORKER_CONCURRENCY": "1000"])
+        func worker(_ limit: String) throws -> ChildProcess {
+            try ChildProcess(["/bin/sh", "-c", "ulimit \(limit) 256 && exec \"$0\" work --verifier noop", ChildProcess.receiptWorkerPath],
+                             environment: settings)
+        }
+        // A soft limit of 256 under a higher hard limit (a service manager's default) is raised to it.
+        let raised = try worker("-S -n")
+        defer { raised.signal(SIGKILL) }
+        let started = try await eventually(30) { raised.stdout.contains("event=worker_started") }
+        XCTAssertTrue(started, raised.stdout + raised.stderr)
+        let limits = try String(contentsOfFile: "/proc/\(raised.pid)/limits", encoding: .utf8)
+        let openFiles = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }?.split(separator: " ") ?? []
+        XCTAssertEqual(openFiles.count, 6, limits)
+        XCTAssertEqual(openFiles.dropFirst(3).first, String(limit.rlim_max)[...], limits)
+        XCTAssertEqual(openFiles.dropFirst(4).first, String(limit.rlim_max)[...], limits)
+        XCTAssertFalse(raised.stdout.contains("open_files_limit_low"), raised.stdout)
+
+        // A hard limit of 256 cannot be raised: said once, with what the concurrency needs.
+        let short = try worker("-n")
+        defer { short.signal(SIGKILL) }
+        let warned = try await eventually(30) { short.stdout.contains("event=worker_started") }
+        XCTAssertTrue(warned, short.stdout + short.stderr)
+        let warnings = short.stdout.split(separator: "\n").filter { $0.contains("event=open_files_limit_low") }
+        XCTAssertEqual(warnings.count, 1, short.stdout)
+        XCTAssertTrue(warnings.first?.contains("limit=256 ") == true, short.stdout)
+        XCTAssertTrue(warnings.first?.contains("needed=10") == true, short.stdout)
+        for process in [raised, short] {
+            process.signal(SIGTERM)
+            _ = try await process.wait()
+        }
+    }
 }

@@ -152,6 +152,53 @@ final class RawServer: @unchecked Sendable {
     }
 }
 
+/// A keep-alive HTTP server that answers requests in waves: none of a wave of `wave` requests is
+/// answered before all of them have arrived, so a client must hold `wave` connections at once.
+/// Counts the connections it accepted (a thread each).
+final class WaveServer: @unchecked Sendable {
+    let port: Int
+    let accepted = Counter()
+    private let listenFD: Int32
+    private let condition = NSCondition()
+    private var arrived = 0
+
+    init(wave: Int) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let address = SocketAddress(numericHost: "127.0.0.1", port: 0)!
+        guard address.withSockaddr({ bind(fd, $0, $1) }) == 0, listen(fd, 64) == 0 else {
+            close(fd)
+            throw RawSocketError(description: "bind: \(errnoDescription())")
+        }
+        listenFD = fd
+        port = SocketAddress.localPort(of: fd)
+        Thread { [self] in
+            while true {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { return }
+                accepted.increment()
+                Thread { [self] in serve(RawSocket(fd: client), wave: wave) }.start()
+            }
+        }.start()
+    }
+
+    private func serve(_ socket: RawSocket, wave: Int) {
+        while (try? socket.readRequest()) != nil {
+            condition.lock()
+            arrived += 1
+            let waveEnds = (arrived + wave - 1) / wave * wave
+            condition.broadcast()
+            while arrived < waveEnds { condition.wait() }
+            condition.unlock()
+            guard (try? socket.send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")) != nil else { return }
+        }
+    }
+
+    deinit {
+        shutdown(listenFD, Int32(SHUT_RDWR))
+        close(listenFD)
+    }
+}
+
 /// A thread-safe counter/flag for observing handlers from tests.
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()

@@ -24,6 +24,26 @@ final class SocketHTTPTransportTests: XCTestCase {
         await transport.shutdown()
     }
 
+    func testKeepsAsManyIdleConnectionsPerHostAsConfigured() async throws {
+        // Two waves of eight requests, each answered once the whole wave has arrived: the first
+        // wave opens eight connections. Keeping eight, the second wave goes over them; keeping
+        // three, it connects five again.
+        for (kept, connections) in [(8, 8), (3, 13)] {
+            let server = try WaveServer(wave: 8)
+            let transport = try SocketHTTPTransport(configuration: .init(maxIdleConnectionsPerHost: kept))
+            let wave = HTTPClientRequest(url: url(server.port, "/"))
+            for _ in 0..<2 {
+                let bodies = try await withThrowingTaskGroup(of: String.self) { group in
+                    for _ in 0..<8 { group.addTask { try await transport.send(wave, timeout: .seconds(10)).text } }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                XCTAssertEqual(bodies, Array(repeating: "ok", count: 8))
+            }
+            XCTAssertEqual(server.accepted.value, connections, "keeping \(kept) idle connections")
+            await transport.shutdown()
+        }
+    }
+
     func testSendsBodyQueryAndHostToTheServer() async throws {
         let server = try makeServer()
         let transport = try SocketHTTPTransport()

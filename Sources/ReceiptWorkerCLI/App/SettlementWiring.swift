@@ -21,7 +21,8 @@ struct SettlementWiring: Sendable {
     let salesReports: SalesReportClient?
     let registry: MetricsRegistry
 
-    init(runtime: Runtime, registry: MetricsRegistry, maxAttempts: Int, client: PostgresClient) throws {
+    /// `concurrency`: the worker's verifications in flight, each holding a connection to Apple; as many are kept alive.
+    init(runtime: Runtime, registry: MetricsRegistry, maxAttempts: Int, concurrency: Int, client: PostgresClient) throws {
         let options = runtime.options
         guard let bundleID = options.string(Settings.bundleID) else {
             throw UsageError("APPLE_BUNDLE_ID is not set (or pass --bundle-id): receipts are checked against it")
@@ -31,7 +32,7 @@ struct SettlementWiring: Sendable {
             productionURL: URL(string: try options.require(Settings.verifyReceiptURL))!,
             sandboxURL: URL(string: try options.require(Settings.verifyReceiptSandboxURL))!,
             sharedSecret: secret, allowSandbox: options.bool(Settings.allowSandbox), bundleID: bundleID,
-            requestTimeout: options.duration(Settings.appleTimeout))
+            requestTimeout: options.duration(Settings.appleTimeout), idleConnectionsPerHost: concurrency)
         let logger = runtime.logger
         let receipts: AppleReceiptClient
         do {

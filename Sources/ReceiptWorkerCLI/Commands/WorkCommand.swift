@@ -56,7 +56,8 @@ enum WorkCommand {
             return try await WorkerProcess(runtime: runtime, client: client, leaseClient: leaseClient, listener: listener, registry: registry,
                                            configuration: configuration, handler: NoOpHandler(delay: .seconds(delay))).run()
         case "apple":
-            let wiring = try SettlementWiring(runtime: runtime, registry: registry, maxAttempts: configuration.maxAttempts, client: client)
+            let wiring = try SettlementWiring(runtime: runtime, registry: registry, maxAttempts: configuration.maxAttempts,
+                                           concurrency: configuration.concurrency, client: client)
             var process = WorkerProcess(runtime: runtime, client: client, leaseClient: leaseClient, listener: listener, registry: registry,
                                         configuration: configuration, handler: wiring.handler)
             process.extraMaintenance = wiring.maintenance(client: client)
@@ -99,6 +100,7 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
 
     func run() async throws -> Int32 {
         let logger = runtime.logger
+        warnIfOpenFilesAreShort(logger)
         let store = QueueStore(client: client)
         let worker = QueueWorker(store: store, handler: handler, configuration: configuration, logger: logger,
                                  metrics: QueueMetrics(registry: registry), listener: listener)
@@ -146,5 +148,15 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
         await client.close()
         await leaseClient.close()
         return 0
+    }
+
+    /// With fewer open files than its verifications in flight need, a worker's connects to Apple
+    /// fail (EMFILE) and its jobs go back for retries: said once at start, where it can be fixed.
+    private func warnIfOpenFilesAreShort(_ logger: Logger) {
+        let connections = client.maxConnections + configuration.leaderConnections + (listener == nil ? 0 : 1)
+        let needed = OpenFileLimit.neededByWorker(concurrency: configuration.concurrency, databaseConnections: connections)
+        guard let limit = OpenFileLimit.current, limit < needed else { return }
+        logger.warning("open_files_limit_low", ["limit": .int(limit), "needed": .int(needed),
+                                                "hint": "raise the hard limit (LimitNOFILE=, ulimit -Hn) or lower WORKER_CONCURRENCY"])
     }
 }
