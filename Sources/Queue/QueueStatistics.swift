@@ -20,7 +20,9 @@ public enum QueueStatistics {
     /// the job's own transaction by the table's triggers, so counted as they are; a running job
     /// is checked against its lease, as a claim's lease row outlives its finished jobs); done
     /// (no side table: the bulk of the table) and failed are counted up to the limit ($1) and
-    /// come with a row estimate for when they reach it.
+    /// come with a row estimate for when they reach it. Done is not counted at all once the
+    /// table's estimate is past twice the limit: the count would only reach the limit, after
+    /// reading that many rows on every sample.
     static let snapshotSQL = """
         SELECT 'queued', count(*)::bigint,
                coalesce(extract(epoch FROM now() - (SELECT created_at FROM iap.job_queue
@@ -31,8 +33,10 @@ public enum QueueStatistics {
             WHERE id = ANY(ARRAY(SELECT unnest(job_ids) FROM iap.job_leases)) AND state = 'running'
         UNION ALL SELECT 'timed_out', count(*)::bigint, 0, 0 FROM iap.job_parked
         UNION ALL SELECT 'attention', count(*)::bigint, 0, 0 FROM iap.job_flagged WHERE state = 'attention'
-        UNION ALL SELECT 'done', count(*)::bigint, 0, (SELECT reltuples FROM pg_class WHERE oid = 'iap.job_queue'::regclass)::float8
-            FROM (SELECT 1 FROM iap.job_queue WHERE state = 'done' LIMIT $1) AS capped
+        UNION ALL SELECT 'done', CASE WHEN t.n > 2 * $1 THEN $1::bigint
+                                      ELSE (SELECT count(*) FROM (SELECT 1 FROM iap.job_queue WHERE state = 'done' LIMIT $1) AS capped) END,
+                         0, t.n
+            FROM (SELECT reltuples::float8 AS n FROM pg_class WHERE oid = 'iap.job_queue'::regclass) AS t
         UNION ALL SELECT 'failed', count(*)::bigint, 0, (SELECT reltuples FROM pg_class WHERE oid = 'iap.job_flagged'::regclass)::float8
             FROM (SELECT 1 FROM iap.job_flagged WHERE state = 'failed' LIMIT $1) AS capped
         """
