@@ -193,25 +193,18 @@ public struct LeaseRescuer: MaintenanceTask {
         self.interval = interval
         self.maxAttempts = maxAttempts
         self.logger = logger
+        orphanWalk = JobTableWalk(interval: interval)
     }
 
-    /// Running jobs no lease row names (claimed by a worker built before migration 0029) are
-    /// looked for this often: it reads the whole table.
-    static let orphanInterval: Duration = .seconds(600)
-    private final class LastSearch: Sendable { let at = Mutex<ContinuousClock.Instant?>(nil) }
-    private let lastOrphanSearch = LastSearch()
+    /// Running jobs no lease row names (claimed by a worker built before migration 0029, or
+    /// leased by hand) are looked for a slice of the table per run, the whole of it every 10 minutes.
+    private let orphanWalk: JobTableWalk
 
     public func run(term: LeaderTerm) async throws {
         var rescued = try await store.rescueExpiredLeases(maxAttempts: maxAttempts, under: term)
-        let now = ContinuousClock.now
-        let searchOrphans = lastOrphanSearch.at.withLock { last in
-            guard last.map({ now - $0 >= Self.orphanInterval }) ?? true else { return false }
-            last = now
-            return true
-        }
-        if searchOrphans {
-            try term.check()
-            rescued += try await store.rescueOrphanedLeases(maxAttempts: maxAttempts, under: term)
+        if let bounds = try await store.jobIDBounds(under: term) {
+            rescued += try await store.rescueOrphanedLeases(maxAttempts: maxAttempts, ids: orphanWalk.slice(first: bounds.first, last: bounds.last),
+                                                            under: term)
         }
         for job in rescued { logger.warning("lease_expired", ["job_id": .int(job.id), "state": .string(job.state)]) }
         if !rescued.isEmpty { try await store.notifyWorkers() }
@@ -240,23 +233,26 @@ public struct TimedOutSweeper: MaintenanceTask {
 
 /// Puts jobs moved straight in iap.job_queue (not through the iap.jobs view, whose trigger
 /// places them at once) into the side set their state names (migration 0038): without it a job
-/// set to `queued` by hand would never be claimed. It reads the whole table, so it runs rarely,
-/// and first when a process becomes leader.
+/// set to `queued` by hand would never be claimed. It must look at every job, so it reads a slice
+/// of the table per run (`JobTableWalk`): the whole of it every 10 minutes, newest jobs first.
 public struct StrayJobPlacer: MaintenanceTask {
     public let name = "stray_job_placer"
-    public static let defaultInterval: Double = 600
+    public static let defaultInterval: Double = 15
     public let interval: Double
     let store: QueueStore
     let logger: Logger
+    private let walk: JobTableWalk
 
     public init(store: QueueStore, interval: Double = StrayJobPlacer.defaultInterval, logger: Logger) {
         self.store = store
         self.interval = interval
         self.logger = logger
+        walk = JobTableWalk(interval: interval)
     }
 
     public func run(term: LeaderTerm) async throws {
-        let placed = try await store.placeStrayJobs(under: term)
+        guard let bounds = try await store.jobIDBounds(under: term) else { return }
+        let placed = try await store.placeStrayJobs(ids: walk.slice(first: bounds.first, last: bounds.last), under: term)
         guard placed > 0 else { return }
         logger.warning("stray_jobs_placed", ["jobs": .int(placed)])
         try await store.notifyWorkers()

@@ -506,20 +506,21 @@ public struct QueueStore: Sendable {
     }
 
     /// Running jobs whose lease ran out a minute ago and that no lease row names: claimed by a
-    /// worker built before migration 0029, or leased by hand. A sequential read of the table,
-    /// so the rescuer runs it rarely.
+    /// worker built before migration 0029, or leased by hand; among the jobs of ids $2 to $3
+    /// (the leader walks the table a slice at a time, `JobTableWalk`).
     static let rescueOrphansSQL = """
         WITH rescued AS (
             UPDATE iap.job_queue AS j
             \(rescueSetSQL)
-            WHERE j.state = 'running' AND j.lease_expires_at < now() - interval '1 minute'
+            WHERE j.id BETWEEN $2 AND $3 AND j.state = 'running' AND j.lease_expires_at < now() - interval '1 minute'
             RETURNING \(movedColumns)
         ), \(sideRowsSQL(from: "rescued", into: [.ready, .parked]))
         SELECT id, state FROM rescued
         """
 
-    public func rescueOrphanedLeases(maxAttempts: Int, under term: LeaderTerm? = nil) async throws -> [(id: Int, state: String)] {
-        try await rescued(Self.rescueOrphansSQL, [maxAttempts], under: term)
+    public func rescueOrphanedLeases(maxAttempts: Int, ids: ClosedRange<Int> = everyJobID,
+                                     under term: LeaderTerm? = nil) async throws -> [(id: Int, state: String)] {
+        try await rescued(Self.rescueOrphansSQL, [maxAttempts, ids.lowerBound, ids.upperBound], under: term)
     }
 
     private func rescued(_ sql: String, _ binds: [any PostgresEncodable], under term: LeaderTerm?) async throws -> [(id: Int, state: String)] {
@@ -571,11 +572,12 @@ public struct QueueStore: Sendable {
 
     /// Jobs whose state names a side set that does not hold them as they are (moved straight in
     /// iap.job_queue rather than through iap.jobs, or by a worker built before migration 0038),
-    /// placed by `iap.place_jobs`. A sequential read of the table, so the leader runs it rarely.
+    /// placed by `iap.place_jobs`: among the jobs of ids $1 to $2 (the leader walks the table a
+    /// slice at a time, `JobTableWalk`).
     static let placeStraysSQL = """
         WITH strays AS MATERIALIZED (
             SELECT q.id FROM iap.job_queue AS q
-            WHERE CASE
+            WHERE q.id BETWEEN $1 AND $2 AND CASE
                 WHEN q.state IN ('queued', 'retrying') THEN NOT EXISTS (
                     SELECT 1 FROM iap.job_ready AS r WHERE r.id = q.id AND r.state = q.state AND r.run_at = q.run_at)
                 WHEN q.state = 'timed_out' THEN NOT EXISTS (
@@ -591,9 +593,21 @@ public struct QueueStore: Sendable {
         -- receipt-worker: stray search
         """
 
-    /// Places the jobs no side set holds as they are; returns how many there were.
-    public func placeStrayJobs(under term: LeaderTerm? = nil) async throws -> Int {
-        try await run(Self.placeStraysSQL, [], under: term)[0].decode(Int.self, at: 0)
+    /// Every job id: a search given it reads the whole table.
+    public static let everyJobID = 0...Int.max
+
+    /// Places the jobs among `ids` that no side set holds as they are; returns how many there were.
+    public func placeStrayJobs(ids: ClosedRange<Int> = everyJobID, under term: LeaderTerm? = nil) async throws -> Int {
+        try await run(Self.placeStraysSQL, [ids.lowerBound, ids.upperBound], under: term)[0].decode(Int.self, at: 0)
+    }
+
+    static let jobIDBoundsSQL = "SELECT min(id), max(id) FROM iap.job_queue"
+
+    /// The lowest and highest job id (two ends of the primary key); nil for an empty table.
+    public func jobIDBounds(under term: LeaderTerm? = nil) async throws -> (first: Int, last: Int)? {
+        let row = try await run(Self.jobIDBoundsSQL, [], under: term)[0]
+        guard let first = try row.decode(Int?.self, at: 0), let last = try row.decode(Int?.self, at: 1) else { return nil }
+        return (first, last)
     }
 
     /// The ready set's dead and live rows as the server's statistics count them (each server

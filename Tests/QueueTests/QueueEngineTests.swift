@@ -93,6 +93,27 @@ final class QueueEngineTests: XCTestCase {
         await fixture.client.close()
     }
 
+    func testARunningJobNoLeaseRowNamesIsRescuedWhenItsSliceIsRead() async throws {
+        let fixture = try await QueueFixture.make()
+        try await fixture.enqueue(2)
+        // Leased by hand, straight in iap.job_queue: no lease row, the lease two minutes gone.
+        let ids = try await fixture.client.query("""
+            UPDATE iap.job_queue SET state = 'running', attempts = 1, leased_by = 'by-hand',
+                lease_expires_at = now() - interval '2 minutes' RETURNING id
+            """).map { try $0.decode(Int.self, at: 0) }.sorted()
+        _ = try await fixture.client.query("DELETE FROM iap.job_ready")
+        let expired = try await fixture.store.rescueExpiredLeases(maxAttempts: 5)
+        XCTAssertEqual(expired.count, 0, "no lease row to expire")
+        let newer = try await fixture.store.rescueOrphanedLeases(maxAttempts: 5, ids: ids[1]...ids[1])
+        XCTAssertEqual(newer.map(\.id), [ids[1]], "only the slice's job")
+        let rest = try await fixture.store.rescueOrphanedLeases(maxAttempts: 5)
+        XCTAssertEqual(rest.map(\.id), [ids[0]])
+        XCTAssertEqual(rest.map(\.state), ["queued"])
+        let claimed = try await fixture.store.claim(limit: 10, workerID: "w", leaseSeconds: 30)
+        XCTAssertEqual(claimed.map(\.id).sorted(), ids, "both back in the ready set")
+        await fixture.client.close()
+    }
+
     func testEngineDropsResultWhoseLeaseWasTakenOver() async throws {
         let fixture = try await QueueFixture.make()
         try await fixture.enqueue(1)
