@@ -61,12 +61,17 @@ public struct PostgresConfiguration: Sendable {
     /// batch then reads the whole growing ledger. On the hot path custom plans cost about what
     /// generic ones do, the same as unnamed statements, which are what a transaction pooler gets
     /// anyway.
+    ///
+    /// `jit = off`: PostgreSQL compiles a statement whose estimated cost passes `jit_above_cost`,
+    /// a quarter to half a second of the server's CPU before it runs. Every statement here is
+    /// short or reads a bounded slice; an estimate inflated by a correlated subquery (charged for
+    /// every row it might run for) was enough to compile a 20 ms search on every run.
     var directSessionSetup: String {
         "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; "
             + "SET idle_in_transaction_session_timeout = \(Self.milliseconds(idleInTransactionTimeout)); "
             + "SET tcp_keepalives_idle = 15; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3; "
             + "SET tcp_user_timeout = \(Self.milliseconds(transportTimeout)); "
-            + "SET plan_cache_mode = force_custom_plan"
+            + "SET plan_cache_mode = force_custom_plan; SET jit = off"
     }
 
     /// What a transaction of fixed-shape statements starts with on a direct session: each

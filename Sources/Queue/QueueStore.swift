@@ -573,11 +573,16 @@ public struct QueueStore: Sendable {
     /// Jobs whose state names a side set that does not hold them as they are (moved straight in
     /// iap.job_queue rather than through iap.jobs, or by a worker built before migration 0038),
     /// placed by `iap.place_jobs`: among the jobs of ids $1 to $2 (the leader walks the table a
-    /// slice at a time, `JobTableWalk`).
+    /// slice at a time, `JobTableWalk`). The slice's unfinished jobs are read first, on their own:
+    /// the planner charges the side-set checks for every row they might run for, and over all of
+    /// a slice's rows that estimate passed `jit_above_cost`.
     static let placeStraysSQL = """
-        WITH strays AS MATERIALIZED (
-            SELECT q.id FROM iap.job_queue AS q
-            WHERE q.id BETWEEN $1 AND $2 AND CASE
+        WITH unfinished AS MATERIALIZED (
+            SELECT q.id, q.state, q.run_at, q.outcome, q.transaction_ids FROM iap.job_queue AS q
+            WHERE q.id BETWEEN $1 AND $2 AND q.state <> 'done'
+        ), strays AS MATERIALIZED (
+            SELECT q.id FROM unfinished AS q
+            WHERE CASE
                 WHEN q.state IN ('queued', 'retrying') THEN NOT EXISTS (
                     SELECT 1 FROM iap.job_ready AS r WHERE r.id = q.id AND r.state = q.state AND r.run_at = q.run_at)
                 WHEN q.state = 'timed_out' THEN NOT EXISTS (

@@ -66,9 +66,11 @@ final class DeadlineTests: XCTestCase {
     func testTheUsersConninfoWinsOverOurDefaults() async throws {
         let url = try await TestDatabase.fresh(migrated: false)
         let mine = try await PostgresConnection.connect(PostgresConfiguration(conninfo: url, applicationName: "ours"))
-        let ours = try await mine.query("SELECT current_setting('application_name'), current_setting('idle_in_transaction_session_timeout')")[0]
+        let ours = try await mine.query("SELECT current_setting('application_name'), current_setting('idle_in_transaction_session_timeout'), "
+                                        + "current_setting('jit')")[0]
         XCTAssertEqual(try ours.decode(String.self, at: 0), "ours")
         XCTAssertEqual(try ours.decode(String.self, at: 1), "10s", "direct sessions carry the idle-in-transaction limit")
+        XCTAssertEqual(try ours.decode(String.self, at: 2), "off", "no statement of ours is worth compiling")
         await mine.close()
         let theirs = try await PostgresConnection.connect(PostgresConfiguration(conninfo: url + "&application_name=theirs&keepalives_idle=42",
                                                                                 applicationName: "ours"))
