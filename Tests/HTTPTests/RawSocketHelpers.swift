@@ -122,6 +122,17 @@ final class RawSocket: @unchecked Sendable {
     }
 }
 
+/// A listening socket on 127.0.0.1 and a port the kernel chose.
+func listenOnLoopback(backlog: Int32) throws -> (fd: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let address = SocketAddress(numericHost: "127.0.0.1", port: 0)!
+    guard address.withSockaddr({ bind(fd, $0, $1) }) == 0, listen(fd, backlog) == 0 else {
+        close(fd)
+        throw RawSocketError(description: "bind: \(errnoDescription())")
+    }
+    return (fd, SocketAddress.localPort(of: fd))
+}
+
 /// A scripted single-thread TCP server for client tests: each accepted connection is handed to
 /// `script` in turn (on one background thread).
 final class RawServer: @unchecked Sendable {
@@ -129,14 +140,8 @@ final class RawServer: @unchecked Sendable {
     private let listenFD: Int32
 
     init(script: @escaping @Sendable (RawSocket) throws -> Void, connections: Int = 1) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        let address = SocketAddress(numericHost: "127.0.0.1", port: 0)!
-        guard address.withSockaddr({ bind(fd, $0, $1) }) == 0, listen(fd, 16) == 0 else {
-            close(fd)
-            throw RawSocketError(description: "bind: \(errnoDescription())")
-        }
-        listenFD = fd
-        port = SocketAddress.localPort(of: fd)
+        (listenFD, port) = try listenOnLoopback(backlog: 16)
+        let fd = listenFD
         Thread {
             for _ in 0..<connections {
                 let client = accept(fd, nil, nil)
@@ -163,14 +168,8 @@ final class WaveServer: @unchecked Sendable {
     private var arrived = 0
 
     init(wave: Int) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        let address = SocketAddress(numericHost: "127.0.0.1", port: 0)!
-        guard address.withSockaddr({ bind(fd, $0, $1) }) == 0, listen(fd, 64) == 0 else {
-            close(fd)
-            throw RawSocketError(description: "bind: \(errnoDescription())")
-        }
-        listenFD = fd
-        port = SocketAddress.localPort(of: fd)
+        (listenFD, port) = try listenOnLoopback(backlog: 64)
+        let fd = listenFD
         Thread { [self] in
             while true {
                 let client = accept(fd, nil, nil)
