@@ -102,4 +102,3 @@ public struct Logger: Sendable {
         sink.write(line.finish())
     }
 }
-

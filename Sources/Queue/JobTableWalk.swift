@@ -23,6 +23,12 @@ public final class JobTableWalk: Sendable {
         self.smallestSlice = max(1, smallestSlice)
     }
 
+    /// The ids to read now from the jobs table (its ends read now, two index lookups); nil while it is empty.
+    func nextSlice(of store: QueueStore, under term: LeaderTerm) async throws -> ClosedRange<Int>? {
+        guard let bounds = try await store.jobIDBounds(under: term) else { return nil }
+        return slice(first: bounds.first, last: bounds.last)
+    }
+
     /// The ids to read now in a table whose ids run from `first` to `last`; after the slice that
     /// reaches `first` the walk starts again from the newest id.
     public func slice(first: Int, last: Int) -> ClosedRange<Int> {

@@ -202,9 +202,8 @@ public struct LeaseRescuer: MaintenanceTask {
 
     public func run(term: LeaderTerm) async throws {
         var rescued = try await store.rescueExpiredLeases(maxAttempts: maxAttempts, under: term)
-        if let bounds = try await store.jobIDBounds(under: term) {
-            rescued += try await store.rescueOrphanedLeases(maxAttempts: maxAttempts, ids: orphanWalk.slice(first: bounds.first, last: bounds.last),
-                                                            under: term)
+        if let slice = try await orphanWalk.nextSlice(of: store, under: term) {
+            rescued += try await store.rescueOrphanedLeases(maxAttempts: maxAttempts, ids: slice, under: term)
         }
         for job in rescued { logger.warning("lease_expired", ["job_id": .int(job.id), "state": .string(job.state)]) }
         if !rescued.isEmpty { try await store.notifyWorkers() }
@@ -251,8 +250,8 @@ public struct StrayJobPlacer: MaintenanceTask {
     }
 
     public func run(term: LeaderTerm) async throws {
-        guard let bounds = try await store.jobIDBounds(under: term) else { return }
-        let placed = try await store.placeStrayJobs(ids: walk.slice(first: bounds.first, last: bounds.last), under: term)
+        guard let slice = try await walk.nextSlice(of: store, under: term) else { return }
+        let placed = try await store.placeStrayJobs(ids: slice, under: term)
         guard placed > 0 else { return }
         logger.warning("stray_jobs_placed", ["jobs": .int(placed)])
         try await store.notifyWorkers()

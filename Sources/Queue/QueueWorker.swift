@@ -68,14 +68,20 @@ public final class QueueWorker: Sendable {
         wake.wake()
     }
 
+    /// Whether the worker keeps a LISTEN session of its own.
+    private var listens: Bool { configuration.listenForNotifications && listener != nil }
+
+    /// The connection budget: pooled connections, the lease's session (carved out of
+    /// DATABASE_POOL_SIZE) and the LISTEN session, whatever the concurrency.
+    public var databaseConnectionsMax: Int {
+        store.client.maxConnections + (listens ? 1 : 0) + configuration.leaderConnections
+    }
+
     public func run() async {
-        let listens = configuration.listenForNotifications && listener != nil
-        // The connection budget: pooled connections, the lease's session (carved out of
-        // DATABASE_POOL_SIZE) and the LISTEN session, whatever the concurrency.
         logger.info("worker_started", ["concurrency": .int(configuration.concurrency), "claim_batch": .int(configuration.claimBatch),
                                        "db_pool_size": .int(store.client.maxConnections), "db_listen_connections": .int(listens ? 1 : 0),
                                        "db_leader_connections": .int(configuration.leaderConnections),
-                                       "db_connections_max": .int(store.client.maxConnections + (listens ? 1 : 0) + configuration.leaderConnections)])
+                                       "db_connections_max": .int(databaseConnectionsMax)])
         let listener = startListener()
         let poller = Task { [wake, configuration] in
             while !Task.isCancelled {

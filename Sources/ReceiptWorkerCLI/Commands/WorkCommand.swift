@@ -100,10 +100,10 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
 
     func run() async throws -> Int32 {
         let logger = runtime.logger
-        warnIfOpenFilesAreShort(logger)
         let store = QueueStore(client: client)
         let worker = QueueWorker(store: store, handler: handler, configuration: configuration, logger: logger,
                                  metrics: QueueMetrics(registry: registry), listener: listener)
+        warnIfOpenFilesAreShort(databaseConnections: worker.databaseConnectionsMax, logger)
         let tasks: [any MaintenanceTask] = [
             LeaseRescuer(store: store, interval: max(0.5, min(5, configuration.leaseSeconds / 4)),
                          maxAttempts: configuration.maxAttempts, logger: logger),
@@ -152,9 +152,8 @@ struct WorkerProcess<Handler: JobHandler>: Sendable {
 
     /// With fewer open files than its verifications in flight need, a worker's connects to Apple
     /// fail (EMFILE) and its jobs go back for retries: said once at start, where it can be fixed.
-    private func warnIfOpenFilesAreShort(_ logger: Logger) {
-        let connections = client.maxConnections + configuration.leaderConnections + (listener == nil ? 0 : 1)
-        let needed = OpenFileLimit.neededByWorker(concurrency: configuration.concurrency, databaseConnections: connections)
+    private func warnIfOpenFilesAreShort(databaseConnections: Int, _ logger: Logger) {
+        let needed = OpenFileLimit.neededByWorker(concurrency: configuration.concurrency, databaseConnections: databaseConnections)
         guard let limit = OpenFileLimit.current, limit < needed else { return }
         logger.warning("open_files_limit_low", ["limit": .int(limit), "needed": .int(needed),
                                                 "hint": "raise the hard limit (LimitNOFILE=, ulimit -Hn) or lower WORKER_CONCURRENCY"])
