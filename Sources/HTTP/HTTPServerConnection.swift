@@ -23,6 +23,8 @@ final class ServerConnection {
     var interest: UInt32 = 0
     var requestStart: UInt64
     var lingerDiscarded = 0
+    /// The client shut its side while a request of its was handled or written: answer it, then close.
+    var peerClosed = false
     var task: Task<Void, Never>?
     /// The peer's numeric address, read once at accept.
     let remoteAddress: String?
@@ -128,7 +130,14 @@ final class ServerCore: @unchecked Sendable {
 
     private func onReadable(_ conn: ServerConnection) {
         let n = read(conn.fd, readBuffer.baseAddress, readBuffer.count)
-        if n == 0 { return closeConnection(conn) }  // EOF: a truncated request is simply dropped
+        if n == 0 {
+            // A client may shut its side after sending a request and still read the answer.
+            if conn.state == .handling || conn.state == .writing {
+                conn.peerClosed = true
+                return updateInterest(conn)
+            }
+            return closeConnection(conn)  // EOF: a truncated request is simply dropped
+        }
         if n < 0 {
             if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
             return closeConnection(conn)
@@ -145,6 +154,7 @@ final class ServerCore: @unchecked Sendable {
             setDeadline(conn, now + headerTimeout)
         }
         conn.buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]))
+        if conn.state == .handling || conn.state == .writing { return updateInterest(conn) }  // read ahead, parsed once answered
         processBuffer(conn)
     }
 
@@ -363,13 +373,22 @@ final class ServerCore: @unchecked Sendable {
         setDeadline(conn, now + (conn.idle ? idleTimeout : headerTimeout))
         updateInterest(conn)
         processBuffer(conn)  // a pipelined next request may already be buffered
+        if conn.peerClosed && conn.state == .readingHead { closeConnection(conn) }  // nothing more will come
     }
 
+    /// Bytes a client may send ahead of its answer (pipelined requests) before the server stops
+    /// reading from it until the answer is written.
+    static let readAheadLimit = 64 * 1024
+
+    /// Read interest stays on while a request is handled: taking it off and putting it back cost
+    /// two `epoll_ctl` calls per request. Only a client that sends past `readAheadLimit` ahead of
+    /// its answer, or has shut its side, is not read from until then.
     private func updateInterest(_ conn: ServerConnection) {
         var events: UInt32 = 0
         switch conn.state {
         case .readingHead, .readingBody, .lingering: events |= EventLoop.readable
-        case .handling, .writing: break
+        case .handling, .writing:
+            if !conn.peerClosed && conn.buffer.count < Self.readAheadLimit { events |= EventLoop.readable }
         }
         if conn.outOffset < conn.out.count { events |= EventLoop.writable }
         if events != conn.interest {

@@ -54,6 +54,55 @@ final class HTTPServerTests: XCTestCase {
         await server.shutdown(grace: .seconds(1))
     }
 
+    /// A slow handler: what the client sends meanwhile is read ahead and answered in order
+    /// afterwards, past the read-ahead limit too (the server then stops reading until it answers).
+    func testRequestsSentWhileOneIsHandledAreAnsweredInOrder() async throws {
+        let server = try makeServer(handler: { request in
+            if request.path == "/slow" { try? await Task.sleep(for: .milliseconds(150)) }
+            return .text(status: 200, request.path)
+        })
+        let port = server.port
+        let count = 3_000  // about 95 KB of requests: past the read-ahead limit
+        let responses = try await onThread {
+            let client = try RawSocket.connect(port: port)
+            try client.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n")
+            usleep(30_000)  // the slow request is being handled
+            try client.send("GET /next HTTP/1.1\r\nHost: t\r\n\r\n")
+            let ahead = (0..<count).map { "GET /r\($0) HTTP/1.1\r\nHost: t\r\n\r\n" }.joined()
+            XCTAssertGreaterThan(ahead.utf8.count, ServerCore.readAheadLimit)
+            try client.send(ahead)
+            return try client.readResponses(count + 2)
+        }
+        XCTAssertEqual(responses.map(\.text), ["/slow", "/next"] + (0..<count).map { "/r\($0)" })
+        await server.shutdown(grace: .seconds(1))
+    }
+
+    /// A client that shuts its side once its request is sent still reads the whole answer; the
+    /// server closes the connection after it.
+    func testAClientThatShutsItsSideAfterTheRequestStillGetsTheAnswer() async throws {
+        let server = try makeServer(handler: { request in
+            try? await Task.sleep(for: .milliseconds(100))
+            return .text(status: 200, "late answer to \(request.path)")
+        })
+        let port = server.port
+        let (answer, pipelined) = try await onThread {
+            let client = try RawSocket.connect(port: port)
+            try client.send("GET /one HTTP/1.1\r\nHost: t\r\n\r\n")
+            usleep(20_000)  // the request is being handled when the client shuts its side
+            client.shutdownWrite()
+            let answer = String(decoding: try client.readToEOF(), as: UTF8.self)
+            // Two requests, then the shutdown at once: both answered, then closed.
+            let other = try RawSocket.connect(port: port)
+            try other.send("GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n")
+            other.shutdownWrite()
+            return (answer, String(decoding: try other.readToEOF(), as: UTF8.self))
+        }
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200 "), answer)
+        XCTAssertTrue(answer.hasSuffix("late answer to /one"), answer)
+        XCTAssertTrue(pipelined.contains("late answer to /a") && pipelined.hasSuffix("late answer to /b"), pipelined)
+        await server.shutdown(grace: .seconds(1))
+    }
+
     /// apple-sim's mode: what the immediate handler answers is written from the loop thread; what it
     /// leaves (nil) goes to the async handler; keep-alive and pipelined requests are answered in order.
     func testImmediateHandlerAnswersOnTheLoopAndHandsTheRestOn() async throws {
