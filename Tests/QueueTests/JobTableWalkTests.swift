@@ -25,4 +25,17 @@ final class JobTableWalkTests: XCTestCase {
         // Old jobs deleted (retention) past where the walk stood: it starts again from the top.
         XCTAssertEqual(large.slice(first: 950, last: 1_200), 1_175...1_200)
     }
+
+    /// A pass reads the table's ends once, when it begins: its later slices come from them.
+    func testAPassUnderWayNeedsNoBounds() {
+        let walk = JobTableWalk(period: 600, interval: 150)  // four slices a pass
+        XCTAssertNil(walk.sliceOfPassUnderWay(), "no pass yet")
+        XCTAssertEqual(walk.slice(first: 1, last: 100_000), 75_001...100_000)
+        XCTAssertEqual(walk.sliceOfPassUnderWay(), 50_001...75_000)
+        XCTAssertEqual(walk.sliceOfPassUnderWay(), 25_001...50_000)
+        XCTAssertEqual(walk.sliceOfPassUnderWay(), 1...25_000)
+        XCTAssertNil(walk.sliceOfPassUnderWay(), "the pass reached the bottom: the next one reads the ends again")
+        XCTAssertEqual(walk.slice(first: 20_000, last: 120_000), 95_000...120_000)
+        XCTAssertEqual(walk.sliceOfPassUnderWay(), 69_999...94_999, "slices of the new pass's size")
+    }
 }
