@@ -268,11 +268,18 @@ final class ServerCore: @unchecked Sendable {
         let handler = self.handler
         if let response = config.immediateHandler?(request) { return respond(token, response) }
         updateInterest(conn)
-        conn.task = Task {
+        let answer: @Sendable () async -> Void = {
             let response = await handler(request)
             self.loop.execute { self.respond(token, response) }
         }
+        // A small request's handler starts here, on the loop thread, and leaves it at its first
+        // wait (ingest: the enqueue's commit): one hand-off to the task pool fewer per request. A
+        // large body's handler starts on the pool, so reading it does not hold up other connections.
+        conn.task = body.count <= Self.handlerOnLoopLimit ? Task.immediate(operation: answer) : Task(operation: answer)
     }
+
+    /// The largest body whose handler starts on the loop thread.
+    static let handlerOnLoopLimit = 64 * 1024
 
     private func respond(_ token: UInt64, _ response: HTTPResponse) {
         guard let conn = connections[token], conn.state == .handling, let head = conn.request else { return }
