@@ -160,19 +160,17 @@ public struct IngestBenchmark: Sendable {
         do {
             _ = try await load.run(tag: tag + "-w0", seconds: 2)
             // The run's CPU as one "job" (its request count is known only after it), then per request.
-            let ((result, cpu), checkpointBuffers) = try await CheckpointWrites(client: client).during {
-                try await CPUPerJob.measure(jobs: 1, server: databaseCPU) { try await load.run(tag: tag + "-w1", seconds: seconds) }
+            let (result, cpu) = try await CPUPerJob.measure(jobs: 1, server: databaseCPU) {
+                try await load.run(tag: tag + "-w1", seconds: seconds)
             }
             let rows = try await client.query("SELECT count(*) FROM iap.jobs WHERE user_id LIKE $1", [tag + "-w1-%"])[0].decode(Int.self, at: 0)
             let perRequest = { (micros: Double) in micros / Double(max(1, result.requests)) }
-            // More than none: the run overlapped a checkpoint's writes (see CheckpointWrites).
-            let checkpoint: [(String, String)] = checkpointBuffers.map { [("checkpoint_buffers_written", "\($0)")] } ?? []
             BenchReport.line("ingest", "wrk", [
                 ("requests_per_s", BenchReport.figure(result.requestsPerSecond)), ("p50_ms", BenchReport.figure(result.p50Milliseconds)),
                 ("p99_ms", BenchReport.figure(result.p99Milliseconds)), ("errors", "\(result.errors)"), ("requests", "\(result.requests)"),
                 ("rows_committed", "\(rows)"), ("connections", "\(clients)"), ("wrk_threads", "1"), ("seconds", "\(seconds)"),
                 ("ingest_cpu_us_per_request", BenchReport.figure(perRequest(cpu.process)))]
-                + (cpu.database.map { [("db_cpu_us_per_request", BenchReport.figure(perRequest($0)))] } ?? []) + checkpoint
+                + (cpu.database.map { [("db_cpu_us_per_request", BenchReport.figure(perRequest($0)))] } ?? [])
                 + [("target", ">=\(Int(Self.wrkTargetPerSecond))/s p99<\(Int(Self.wrkTargetP99Milliseconds))ms"),
                    ("meets_target", verdict(result.requestsPerSecond >= Self.wrkTargetPerSecond
                                             && result.p99Milliseconds < Self.wrkTargetP99Milliseconds && result.errors == 0))])
