@@ -26,6 +26,8 @@ final class ServerConnection {
     /// The client shut its side while a request of its was handled or written: answer it, then close.
     var peerClosed = false
     var task: Task<Void, Never>?
+    /// A request of its is with the handler or its answer is being written.
+    var isAnswering: Bool { state == .handling || state == .writing }
     /// The peer's numeric address, read once at accept.
     let remoteAddress: String?
 
@@ -132,7 +134,7 @@ final class ServerCore: @unchecked Sendable {
         let n = read(conn.fd, readBuffer.baseAddress, readBuffer.count)
         if n == 0 {
             // A client may shut its side after sending a request and still read the answer.
-            if conn.state == .handling || conn.state == .writing {
+            if conn.isAnswering {
                 conn.peerClosed = true
                 return updateInterest(conn)
             }
@@ -154,7 +156,7 @@ final class ServerCore: @unchecked Sendable {
             setDeadline(conn, now + headerTimeout)
         }
         conn.buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: readBuffer[0..<n]))
-        if conn.state == .handling || conn.state == .writing { return updateInterest(conn) }  // read ahead, parsed once answered
+        if conn.isAnswering { return updateInterest(conn) }  // read ahead, parsed once answered
         processBuffer(conn)
     }
 

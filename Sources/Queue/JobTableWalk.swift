@@ -44,9 +44,9 @@ public final class JobTableWalk: Sendable {
     public func sliceOfPassUnderWay() -> ClosedRange<Int>? {
         pass.withLock { pass in
             guard let current = pass, let top = current.next else { return nil }
-            let bottom = top - current.first < current.span ? current.first : top - current.span + 1
-            pass?.next = bottom == current.first ? nil : bottom - 1
-            return bottom...top
+            let (slice, next) = Self.cut(from: top, down: current.first, span: current.span)
+            pass?.next = next
+            return slice
         }
     }
 
@@ -58,9 +58,15 @@ public final class JobTableWalk: Sendable {
             let top = pass?.next.map { $0 < first ? last : min($0, last) } ?? last
             let share = (Double(last) - Double(first) + 1) * interval / period
             let span = max(smallestSlice, Int(share.rounded(.up)))
-            let bottom = top - first < span ? first : top - span + 1
-            pass = Pass(next: bottom == first ? nil : bottom - 1, first: first, span: span)
-            return bottom...top
+            let (slice, next) = Self.cut(from: top, down: first, span: span)
+            pass = Pass(next: next, first: first, span: span)
+            return slice
         }
+    }
+
+    /// The slice of `span` ids from `top` down (not below `first`), and where the next one starts (nil: the pass is done).
+    private static func cut(from top: Int, down first: Int, span: Int) -> (slice: ClosedRange<Int>, next: Int?) {
+        let bottom = top - first < span ? first : top - span + 1
+        return (bottom...top, bottom == first ? nil : bottom - 1)
     }
 }
