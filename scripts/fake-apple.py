@@ -8,11 +8,16 @@ keep-alive on loopback, standard library only (asyncio), one process.
 
     scripts/fake-apple.py --port 18190 --latency 3
     receipt-worker bench apple --apple-url http://127.0.0.1:18190 --in-flight 10000
+
+With `--timeline N` it prints `answered COUNT SECONDS` on stdout each time another N answers have
+been written, SECONDS counted from the first connection it accepted: how fast the fake itself
+serves a wave (scripts/fake-apple-ceiling.sh drives it with wrk, a client that costs next to nothing).
 """
 import argparse
 import asyncio
 import base64
 import json
+import time
 
 
 def answer(body: bytes) -> bytes:
@@ -38,7 +43,26 @@ def answer(body: bytes) -> bytes:
                       separators=(",", ":")).encode()
 
 
-async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float) -> None:
+class Timeline:
+    """Counts answers written; every `step` of them, prints how long since the first connection."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+        self.answered = 0
+        self.first_connection = None
+
+    def connected(self) -> None:
+        if self.first_connection is None:
+            self.first_connection = time.monotonic()
+
+    def answer_written(self) -> None:
+        self.answered += 1
+        if self.step and self.answered % self.step == 0:
+            print(f"answered {self.answered} {time.monotonic() - self.first_connection:.2f}", flush=True)
+
+
+async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float, timeline: Timeline) -> None:
+    timeline.connected()
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -53,6 +77,7 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, late
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
                          + str(len(payload)).encode() + b"\r\n\r\n" + payload)
             await writer.drain()
+            timeline.answer_written()
     except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
         pass
     finally:
@@ -63,8 +88,11 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description="A fake verifyReceipt for bench apple --apple-url.")
     parser.add_argument("--port", type=int, default=18190)
     parser.add_argument("--latency", type=float, default=3.0, help="seconds before each answer (default 3)")
+    parser.add_argument("--timeline", type=int, default=0, metavar="N",
+                        help="print the time since the first connection after every N answers written (default: off)")
     args = parser.parse_args()
-    server = await asyncio.start_server(lambda r, w: serve(r, w, args.latency), "127.0.0.1", args.port, backlog=16384)
+    timeline = Timeline(args.timeline)
+    server = await asyncio.start_server(lambda r, w: serve(r, w, args.latency, timeline), "127.0.0.1", args.port, backlog=16384)
     print(f"fake-apple listening on 127.0.0.1:{args.port}, latency {args.latency}s", flush=True)
     async with server:
         await server.serve_forever()
