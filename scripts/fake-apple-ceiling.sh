@@ -34,7 +34,7 @@ python3 "$here/fake-apple.py" --port "$port" --latency "$latency" --timeline "$i
 fake_pid=$!
 for _ in $(seq 1 50); do grep -q listening "$work/fake.out" 2>/dev/null && break; sleep 0.1; done
 # Long enough for every answer even at a third of the bound; stopped as soon as the last is written.
-seconds=$(( requests * latency * 3 / in_flight + 10 ))
+seconds=$(awk -v r="$requests" -v l="$latency" -v f="$in_flight" 'BEGIN { print int(r * l * 3 / f) + 10 }')  # LATENCY may be fractional
 wrk -t1 -c"$in_flight" -d"${seconds}s" --timeout 30s -s "$work/post.lua" "http://127.0.0.1:$port/verifyReceipt" > "$work/wrk.out" 2>&1 &
 wrk_pid=$!
 while kill -0 "$wrk_pid" 2>/dev/null && ! grep -q "^answered $requests " "$work/fake.out"; do sleep 0.2; done
