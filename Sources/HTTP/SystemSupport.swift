@@ -5,7 +5,10 @@ import Darwin
 #endif
 import Foundation
 
-/// A value guarded by a lock. NSLock rather than `Mutex` so the module also builds on macOS 14.
+/// A value guarded by a lock: NSLock (a plain pthread mutex), not `Mutex`, whose Linux form is a
+/// priority-inheritance futex. The event loop's inbox, taken by the loop and by every thread
+/// handing it work, is this module's busiest lock; with `Mutex` there, `bench ingest --wrk` measured
+/// a higher p99 (docs/benchmarks.md, 2026-11-28).
 final class Locked<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
