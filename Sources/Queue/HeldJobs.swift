@@ -52,7 +52,10 @@ final class HeldJobs: Sendable {
     }
     private let state = Mutex(State())
 
-    func hold(_ claimed: [ClaimedJob], sessionsOpened: Int) {
+    /// Holds one claim's jobs; the claim's session count is its jobs' (`ClaimedJob.sessionEpoch`,
+    /// read before the claim was sent), not the pool's now: a session opened while the claim was
+    /// in flight makes its lease row unsure.
+    func hold(_ claimed: [ClaimedJob]) {
         guard let first = claimed.first else { return }
         state.withLock { state in
             state.count += claimed.count
@@ -61,7 +64,7 @@ final class HeldJobs: Sendable {
                 state.unleased.formUnion(claimed.lazy.map(\.id))
                 return
             }
-            var entry = state.leases.removeValue(forKey: lease) ?? Lease(ids: [], held: [], outstanding: 0, sessionsOpened: sessionsOpened)
+            var entry = state.leases.removeValue(forKey: lease) ?? Lease(ids: [], held: [], outstanding: 0, sessionsOpened: first.sessionEpoch)
             entry.ids += claimed.lazy.map(\.id)
             entry.held += repeatElement(true, count: claimed.count)
             entry.outstanding += claimed.count

@@ -209,7 +209,7 @@ public final class QueueWorker: Sendable {
     /// Starts a claim's jobs; the bookkeeping is done once per claim.
     private func start(_ jobs: [ClaimedJob]) {
         guard !jobs.isEmpty else { return }
-        held.hold(jobs, sessionsOpened: store.client.sessionsOpened)
+        held.hold(jobs)
         inflight.add(jobs.count, ordering: .acquiringAndReleasing)
         metrics.inflight.add(Double(jobs.count))
         metrics.claimed.add(Double(jobs.count))

@@ -6,15 +6,15 @@ import XCTest
 
 /// A claim's lease row (migration 0029) lives as long as one of its jobs may still run on it.
 final class LeaseRowsTests: XCTestCase {
-    private func claimed(_ ids: ClosedRange<Int>, lease: Int) -> [ClaimedJob] {
-        ids.map { ClaimedJob(id: $0, kind: "receipt", userID: "u", orderID: "o\($0)", productID: nil, payload: "", attempts: 1, leaseID: lease, sessionEpoch: 0) }
+    private func claimed(_ ids: ClosedRange<Int>, lease: Int, epoch: Int = 2) -> [ClaimedJob] {
+        ids.map { ClaimedJob(id: $0, kind: "receipt", userID: "u", orderID: "o\($0)", productID: nil, payload: "", attempts: 1, leaseID: lease, sessionEpoch: epoch) }
     }
 
     func testALeaseIsDroppableOnceAllItsJobsAreLetGoAndSettledOnlyWithoutANewSession() {
         let held = HeldJobs()
         let (first, second) = (claimed(1...3, lease: 10), claimed(4...5, lease: 11))
-        held.hold(first, sessionsOpened: 2)
-        held.hold(second, sessionsOpened: 2)
+        held.hold(first)
+        held.hold(second)
         XCTAssertEqual(held.count, 5)
         held.letGo([first[0], first[1], second[0], first[0]]) // job 1 twice: let go of once
         XCTAssertEqual(held.count, 2)
@@ -24,10 +24,15 @@ final class LeaseRowsTests: XCTestCase {
         // Lease 11's jobs were written after the pool opened another session: maybe to a new primary.
         XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 2), DroppableLeases(settled: [10, 11]))
         let third = claimed(6...6, lease: 12)
-        held.hold(third, sessionsOpened: 2)
+        held.hold(third)
         held.letGo(third)
         XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 3), DroppableLeases(unsure: [12]))
         XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 3), DroppableLeases(), "each returned once")
+        // Claimed at 2 and held once the pool had opened a third session: the claim's count decides.
+        let fourth = claimed(7...7, lease: 13, epoch: 2)
+        held.hold(fourth)
+        held.letGo(fourth)
+        XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 3), DroppableLeases(unsure: [13]))
         XCTAssertEqual(held.count, 0)
     }
 
