@@ -28,11 +28,11 @@ final class LeaseRowsTests: XCTestCase {
         held.letGo(third)
         XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 3), DroppableLeases(unsure: [12]))
         XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 3), DroppableLeases(), "each returned once")
-        // Claimed at 2 and held once the pool had opened a third session: the claim's count decides.
-        let fourth = claimed(7...7, lease: 13, epoch: 2)
+        // The count is the claim's own (its jobs'): a claim sent after the third session opened is settled.
+        let fourth = claimed(7...7, lease: 13, epoch: 3)
         held.hold(fourth)
         held.letGo(fourth)
-        XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 3), DroppableLeases(unsure: [13]))
+        XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 3), DroppableLeases(settled: [13]))
         XCTAssertEqual(held.count, 0)
     }
 
