@@ -60,7 +60,7 @@ public struct IngestBenchmark: Sendable {
     private func removeRows(_ client: PostgresClient, tag: String) async throws {
         let started = ContinuousClock.now
         let removed = try await client.query(Self.removeJobsSQL, [tag + "-%"]).affectedRows
-        _ = try await client.query("VACUUM (ANALYZE) iap.job_requests, iap.job_queue, iap.job_ready")
+        _ = try await client.query(QueueProbe.vacuumJobTablesSQL)
         BenchReport.line("ingest", "cleanup", ["jobs_removed": "\(removed)",
                                                "seconds": BenchReport.figure((ContinuousClock.now - started).seconds)])
     }

@@ -191,7 +191,7 @@ public struct QueueBenchmark: Sendable {
             }
         }
         let seconds = (ContinuousClock.now - started).seconds
-        _ = try await client.query("VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.job_ready")
+        _ = try await client.query(QueueProbe.vacuumJobTablesSQL)
         return Double(count) / seconds
     }
 
