@@ -63,10 +63,18 @@ LEASE = """, leased AS (
     RETURNING id
 )"""
 # ... and the request read with the jobs (LEASE_ID: the lease row's id, or 0 without one).
-WITH_REQUESTS = """
+WITH_REQUESTS = """, span AS (
+    SELECT min(id) AS low, max(id) AS high, max(id) - min(id) < 4 * count(*) AS dense FROM claimed
+), requests AS (
+    SELECT r.id, r.user_id, r.order_id, r.product_id, r.payload FROM iap.job_requests AS r
+    WHERE (SELECT dense FROM span) AND r.id BETWEEN (SELECT low FROM span) AND (SELECT high FROM span)
+    UNION ALL
+    SELECT r.id, r.user_id, r.order_id, r.product_id, r.payload FROM iap.job_requests AS r
+    WHERE NOT (SELECT dense FROM span) AND r.id = ANY(ARRAY(SELECT id FROM claimed))
+)
 SELECT c.id, c.kind, r.user_id, r.order_id, r.product_id,
        CASE WHEN c.id = ANY(%(cached)s::bigint[]) THEN NULL ELSE r.payload END, c.attempts, LEASE_ID
-FROM claimed AS c JOIN iap.job_requests AS r ON r.id = c.id
+FROM claimed AS c JOIN requests AS r ON r.id = c.id
 """
 CLAIM = PICK_AND_CLAIM + LEASE + WITH_REQUESTS.replace("LEASE_ID", "(SELECT id FROM leased)")
 CLAIM_NOJOIN = PICK_AND_CLAIM + LEASE + " SELECT c.id, c.kind, c.attempts, (SELECT id FROM leased) FROM claimed AS c"

@@ -33,7 +33,11 @@ final class ClaimPlanTests: XCTestCase {
         }.joined(separator: "\n")
         XCTAssertFalse(generic.contains("Seq Scan"), generic)
         XCTAssertTrue(generic.contains("Index Scan using job_ready_due"), generic)
-        XCTAssertTrue(generic.contains("Index Cond: (id = c.id)"), "one request looked up per claimed job:\n\(generic)")
+        // The requests: one range of the key for a claim of dense ids, or one lookup per id.
+        XCTAssertTrue(generic.range(of: #"Index Scan using job_requests_pkey on job_requests r(_\d+)?[^\n]*\s+Index Cond: \(\(id >= \$\d+\) AND \(id <= \$\d+\)\)"#,
+                                    options: .regularExpression) != nil, "the requests read as a range:\n\(generic)")
+        XCTAssertTrue(generic.range(of: #"Index Scan using job_requests_pkey on job_requests r(_\d+)?[^\n]*\s+Index Cond: \(id = ANY \(\$\d+\)\)"#,
+                                    options: .regularExpression) != nil, "the requests read by id:\n\(generic)")
         XCTAssertTrue(generic.contains("jobs_pkey"), generic)
         _ = try await connection.query("DEALLOCATE claim_plan")
         // And the claim still claims: oldest first, each job once, with its request.
@@ -49,6 +53,39 @@ final class ClaimPlanTests: XCTestCase {
         XCTAssertEqual(first[0].attempts, 1)
         let leased = try await connection.query("SELECT count(*) FROM iap.job_queue WHERE state = 'running' AND leased_by = 'w'")[0]
         XCTAssertEqual(try leased.decode(Int.self, at: 0), 1_400)
+        await store.client.close()
+        await connection.close()
+    }
+
+    /// Each claimed job comes with its own request whichever way the requests are read: as a
+    /// range, which passes over other jobs' requests between the claimed ids, or by id, when the
+    /// ids spread too far for a range.
+    func testAClaimGetsItsOwnRequestsWhetherItsIdsAreDenseOrSpread() async throws {
+        let url = try await TestDatabase.fresh()
+        let connection = try await PostgresConnection.connect(url)
+        try await connection.insertReceiptJobs(4000)
+        let store = QueueStore(client: PostgresClient(conninfo: url))
+        // Every other job ready: a claim's span is twice its size (read as a range). Every tenth:
+        // ten times (read by id).
+        for every in [2, 10] {
+            _ = try await connection.query("TRUNCATE iap.job_ready")
+            _ = try await connection.query("""
+                INSERT INTO iap.job_ready (id, state, run_at)
+                SELECT id, state, run_at FROM iap.job_queue WHERE state = 'queued' AND id % $1::int = 0
+                """, [every])
+            let claimed = try await store.claim(limit: 100, workerID: "w-\(every)", leaseSeconds: 60)
+            XCTAssertEqual(claimed.count, 100)
+            XCTAssertTrue(claimed.allSatisfy { $0.id % every == 0 }, "only ready jobs, one in \(every)")
+            let requests = try await connection.query("SELECT id, user_id, order_id FROM iap.job_requests WHERE id = ANY($1::bigint[])",
+                                                      [claimed.map(\.id)])
+            let expected = Dictionary(uniqueKeysWithValues: try requests.map {
+                (try $0.decode(Int.self, at: 0), [try $0.decode(String?.self, at: 1), try $0.decode(String?.self, at: 2)])
+            })
+            for job in claimed {
+                XCTAssertEqual([job.userID, job.orderID], expected[job.id], "job \(job.id), one in \(every)")
+                XCTAssertEqual(job.payload, "cA==")
+            }
+        }
         await store.client.close()
         await connection.close()
     }
