@@ -14,6 +14,10 @@ change them here. Measurement only; it empties the queue's tables of DATABASE_UR
     scripts/durable-cluster.sh /tmp/rw-perf 55440
     DATABASE_URL=postgresql://postgres@127.0.0.1:55440/perf receipt-worker migrate
     scripts/queue-duty-costs.py postgresql://postgres@127.0.0.1:55440/perf --jobs 100000 --passes 3
+
+Passes of one variant after another differ by up to ±3 µs per job on a VM whose speed drifts;
+`--pair product,claim_without_request_join` measures two variants side by side instead (two
+connections taking turns on the same queue), to within about ±0.2 µs per job with `--jobs 200000`.
 """
 import argparse
 import os
@@ -27,6 +31,7 @@ parser.add_argument("url")
 parser.add_argument("--jobs", type=int, default=100000)
 parser.add_argument("--passes", type=int, default=3)
 parser.add_argument("--only", default="", help="comma-separated variant names")
+parser.add_argument("--pair", default="", help="two variant names (not the yardstick), measured side by side")
 arguments = parser.parse_args()
 DB, JOBS, B = arguments.url, arguments.jobs, 1000
 ONLY = [name for name in arguments.only.split(",") if name]
@@ -216,20 +221,69 @@ def drain(c, claim, complete, drop, tx, yard):
             c.execute(YS_DONE, {"ids": ids})
             n += len(ids)
             continue
-        rows = c.execute(claim, {"limit": B, "w": "w1", "lease": 60.0, "cached": []}).fetchall()
-        if not rows:
+        claimed = cycle(c, claim, complete, drop, tx)
+        if claimed == 0:
             return n
-        ids = sorted(r[0] for r in rows)
-        n += len(ids)
-        p = {"ids": ids, "codes": [1] * len(ids), "states": ["done"], "outcomes": ["acknowledged"], "delays": [None],
-             "apple": [None], "errors": [None], "tx": "{}", "w": "w1", "token": uuid.uuid4(), "settled": [rows[0][-1]], "unsure": []}
-        if tx:
-            with c.transaction():
-                c.execute(complete, p)
-                if drop:
-                    c.execute(DROP, p)
-        else:
+        n += claimed
+
+
+def cycle(c, claim, complete, drop=True, tx=True):
+    """One claim of up to B jobs and its completion; the number of jobs claimed."""
+    rows = c.execute(claim, {"limit": B, "w": "w1", "lease": 60.0, "cached": []}).fetchall()
+    if not rows:
+        return 0
+    ids = sorted(r[0] for r in rows)
+    p = {"ids": ids, "codes": [1] * len(ids), "states": ["done"], "outcomes": ["acknowledged"], "delays": [None],
+         "apple": [None], "errors": [None], "tx": "{}", "w": "w1", "token": uuid.uuid4(), "settled": [rows[0][-1]], "unsure": []}
+    if tx:
+        with c.transaction():
             c.execute(complete, p)
+            if drop:
+                c.execute(DROP, p)
+    else:
+        c.execute(complete, p)
+    return len(ids)
+
+
+def paired(first, second, rounds):
+    """Two variants side by side: one connection each, taking turns a claim and its completion at
+    a time from the same queue, so the machine's drift (which moves whole passes by ±3 µs per job
+    here) falls on both alike. Which one starts alternates by round."""
+    found = {name: (claim, complete, options) for name, claim, complete, options in variants}
+    differences = []
+    for round_number in range(rounds):
+        with psycopg.connect(DB, autocommit=True) as c:
+            multi(c, ENQ % JOBS)
+            c.execute("VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.job_ready, iap.job_leases", prepare=False)
+            c.execute("CHECKPOINT", prepare=False)
+        sides = []
+        for name in (first, second):
+            claim, complete, options = found[name]
+            connection = psycopg.connect(DB, autocommit=True, prepare_threshold=0)
+            pid = connection.execute("SELECT pg_backend_pid()").fetchone()[0]
+            sides.append({"name": name, "c": connection, "pid": pid, "claim": claim, "complete": complete,
+                          "drop": options.get("drop", True), "tx": options.get("tx", True), "jobs": 0})
+        for side in sides:  # plans made before the clock starts
+            side["jobs"] -= cycle(side["c"], side["claim"], side["complete"], side["drop"], side["tx"])
+        for side in sides:
+            side["cpu"] = cpu(side["pid"])
+            side["jobs"] = 0
+        turn = round_number % 2
+        while True:
+            side = sides[turn % 2]
+            claimed = cycle(side["c"], side["claim"], side["complete"], side["drop"], side["tx"])
+            if claimed == 0:
+                break
+            side["jobs"] += claimed
+            turn += 1
+        per_job = [(cpu(side["pid"]) - side["cpu"]) / side["jobs"] * 1e6 for side in sides]
+        for side in sides:
+            side["c"].close()
+        differences.append(per_job[1] - per_job[0])
+        print("round %d: %s server_cpu_us_per_job=%.2f %s server_cpu_us_per_job=%.2f difference=%+.2f"
+              % (round_number + 1, first, per_job[0], second, per_job[1], per_job[1] - per_job[0]), flush=True)
+    print("%s minus %s: median %+.2f µs per job (rounds %s)"
+          % (second, first, statistics.median(differences), " ".join("%+.2f" % d for d in differences)))
 
 variants = [
     ("yardstick", None, None, dict(yard=True)),
@@ -243,6 +297,10 @@ variants = [
     ("completion_placing_side_rows", CLAIM, COMPLETE_PLACING, {}),
     ("bare_claim_simple_update", CLAIM_BARE, COMPLETE_SIMPLE, dict(drop=False, tx=False)),
 ]
+
+if arguments.pair:
+    paired(*arguments.pair.split(","), arguments.passes)
+    raise SystemExit(0)
 
 results = {}
 for round_number in range(arguments.passes):
