@@ -6,9 +6,10 @@ says where the difference goes: on one connection, with no worker, it drains JOB
 the product's claim and completion statements, then again with one duty removed per variant, and
 prints the server process's CPU per job (and WAL per job) for each, the median of PASSES rounds.
 
-The statements are copies of `QueueStore.claimSQL`, `completeWitnessedSQL` (with its side-row
-writes, `sideRowsSQL`) and `dropLeasesSQL` (Sources/Queue/QueueStore.swift): change them there,
-change them here. Measurement only; it empties the queue's tables of DATABASE_URL. Needs psycopg
+The statements are copies of `QueueStore.claimSQL`, `completeWitnessedDoneSQL` (what a batch of
+`done` results runs; `completeWitnessedSQL`, with its side-row writes, for the variant that
+places jobs) and `dropLeasesSQL` (Sources/Queue/QueueStore.swift): change them there, change
+them here. Measurement only; it empties the queue's tables of DATABASE_URL. Needs psycopg
 (`pip install "psycopg[binary]"`) and a server on this machine (it reads /proc).
 
     scripts/durable-cluster.sh /tmp/rw-perf 55440
@@ -100,8 +101,11 @@ UPDATE iap.job_queue AS j SET
     leased_by = NULL,
     lease_expires_at = NULL
 WHERE j.id = ANY(%(ids)s::bigint[]) AND j.leased_by = %(w)s AND j.lease_expires_at > now()
-RETURNING j.id, j.state, j.run_at, j.finished_at, j.outcome, j.transaction_ids, j.attempts
+RETURNING j.id, j.state, j.outcome, j.attempts
 """.replace("RC", RC)
+# A batch that moves a job into a side set returns what the side rows need (`movedColumns`).
+UPD_PLACING = UPD.replace("RETURNING j.id, j.state, j.outcome, j.attempts",
+                          "RETURNING j.id, j.state, j.run_at, j.finished_at, j.outcome, j.transaction_ids, j.attempts")
 SIDE = """ready AS (
     INSERT INTO iap.job_ready (id, state, run_at)
     SELECT id, state, run_at FROM written WHERE state IN ('queued', 'retrying')
@@ -136,8 +140,9 @@ WITNESS = """witness AS (
 # into a side set does (`completeWitnessedSQL`).
 COMPLETE_W = "WITH written AS (" + UPD + "), " + WITNESS + FIN + WRITTEN
 COMPLETE_NOWIT = "WITH written AS (" + UPD + "), " + FIN + WRITTEN
-COMPLETE_PLACING = "WITH written AS (" + UPD + "), " + WITNESS + SIDE + FIN + WRITTEN
+COMPLETE_PLACING = "WITH written AS (" + UPD_PLACING + "), " + WITNESS + SIDE + FIN + WRITTEN
 COMPLETE_UPDONLY = "WITH written AS (" + UPD + ") SELECT count(*) FROM written"
+COMPLETE_UPDATE_ALONE = UPD.replace("RETURNING j.id, j.state, j.outcome, j.attempts", "")
 COMPLETE_SIMPLE = """UPDATE iap.job_queue SET state = 'done', outcome = 'acknowledged', finished_at = now(), leased_by = NULL, lease_expires_at = NULL
 WHERE id = ANY(%(ids)s::bigint[]) AND leased_by = %(w)s AND lease_expires_at > now()"""
 DROP = """DELETE FROM iap.job_leases AS l
@@ -294,6 +299,7 @@ variants = [
     ("completion_without_witness", CLAIM, COMPLETE_NOWIT, {}),
     ("completion_update_only", CLAIM, COMPLETE_UPDONLY, {}),
     ("completion_simple_update", CLAIM, COMPLETE_SIMPLE, {}),
+    ("completion_update_alone", CLAIM, COMPLETE_UPDATE_ALONE, {}),
     ("completion_placing_side_rows", CLAIM, COMPLETE_PLACING, {}),
     ("bare_claim_simple_update", CLAIM_BARE, COMPLETE_SIMPLE, dict(drop=False, tx=False)),
 ]
