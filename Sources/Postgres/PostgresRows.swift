@@ -39,8 +39,8 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
 public struct PostgresRow: Sendable {
     public let columns: [String]
     /// The result's cells; this row's start at `base`.
-    private let values: [String?]
-    private let base: Int
+    @usableFromInline let values: [String?]
+    @usableFromInline let base: Int
 
     init(columns: [String], values: [String?], base: Int) {
         self.columns = columns
@@ -58,6 +58,10 @@ public struct PostgresRow: Sendable {
         return index
     }
 
+    /// Inlinable, with the decoders below, so the caller's module specializes the decode for its
+    /// type: a claim decodes eight cells per job, and a generic call across modules per cell cost
+    /// the worker about 0.2 µs per job.
+    @inlinable
     public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
         guard index >= 0 && index < columns.count else { throw PostgresError(kind: .client, message: "no column #\(index)") }
         return try T.decode(postgresText: values[base + index], column: columns[index])
@@ -79,6 +83,7 @@ public protocol PostgresTextDecodable: PostgresDecodable {
 }
 
 extension PostgresTextDecodable {
+    @inlinable
     public static func decode(postgresText text: String?, column: String) throws -> Self {
         guard let text else {
             throw PostgresError(kind: .client, message: "column \(column) is NULL, expected \(Self.self)")
@@ -91,18 +96,20 @@ extension PostgresTextDecodable {
 }
 
 extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
+    @inlinable
     public static func decode(postgresText text: String?, column: String) throws -> Self {
         guard text != nil else { return nil }
         return try Wrapped.decode(postgresText: text, column: column)
     }
 }
 
-extension String: PostgresTextDecodable { public init?(postgresText: String) { self = postgresText } }
-extension Int: PostgresTextDecodable { public init?(postgresText: String) { self.init(postgresText) } }
-extension Int64: PostgresTextDecodable { public init?(postgresText: String) { self.init(postgresText) } }
-extension Int32: PostgresTextDecodable { public init?(postgresText: String) { self.init(postgresText) } }
-extension Double: PostgresTextDecodable { public init?(postgresText: String) { self.init(postgresText) } }
+extension String: PostgresTextDecodable { @inlinable public init?(postgresText: String) { self = postgresText } }
+extension Int: PostgresTextDecodable { @inlinable public init?(postgresText: String) { self.init(postgresText) } }
+extension Int64: PostgresTextDecodable { @inlinable public init?(postgresText: String) { self.init(postgresText) } }
+extension Int32: PostgresTextDecodable { @inlinable public init?(postgresText: String) { self.init(postgresText) } }
+extension Double: PostgresTextDecodable { @inlinable public init?(postgresText: String) { self.init(postgresText) } }
 extension Bool: PostgresTextDecodable {
+    @inlinable
     public init?(postgresText: String) {
         switch postgresText {
         case "t", "true": self = true
