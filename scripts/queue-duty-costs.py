@@ -6,10 +6,10 @@ says where the difference goes: on one connection, with no worker, it drains JOB
 the product's claim and completion statements, then again with one duty removed per variant, and
 prints the server process's CPU per job (and WAL per job) for each, the median of PASSES rounds.
 
-The statements are copies of `QueueStore.claimSQL`, `completeWitnessedDoneSQL` (what a batch of
-`done` results runs; `completeWitnessedSQL`, with its side-row writes, for the variant that
-places jobs) and `dropLeasesSQL` (Sources/Queue/QueueStore.swift): change them there, change
-them here. Measurement only; it empties the queue's tables of DATABASE_URL. Needs psycopg
+The claim is `QueueStore.claimSQL`, read from Sources/Queue/QueueStore.swift. The other statements
+are copies of `completeWitnessedDoneSQL` (what a batch of `done` results runs;
+`completeWitnessedSQL`, with its side-row writes, for the variant that places jobs) and
+`dropLeasesSQL`: change them there, change them here. Measurement only; it empties the queue's tables of DATABASE_URL. Needs psycopg
 (`pip install "psycopg[binary]"`) and a server on this machine (it reads /proc).
 
     scripts/durable-cluster.sh /tmp/rw-perf 55440
@@ -22,6 +22,7 @@ connections taking turns on the same queue), to within about ±0.2 µs per job w
 """
 import argparse
 import os
+import re
 import statistics
 import uuid
 
@@ -48,40 +49,15 @@ queued AS (INSERT INTO iap.job_queue (id, kind) SELECT id, kind FROM requests RE
 INSERT INTO iap.job_ready (id, state, run_at) SELECT id, state, run_at FROM queued;
 """
 
-# QueueStore.claimSQL, in parts: the ready set's pick and the jobs marked running ...
-PICK_AND_CLAIM = """
-WITH picked AS (
-    DELETE FROM iap.job_ready
-    WHERE ctid = ANY(ARRAY(SELECT ctid FROM iap.job_ready WHERE run_at <= now()
-                         ORDER BY run_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED))
-    RETURNING id
-), claimed AS (
-    UPDATE iap.job_queue AS j
-    SET state = 'running', attempts = j.attempts + 1, leased_by = %(w)s,
-        lease_expires_at = now() + make_interval(secs => %(lease)s)
-    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.state IN ('queued', 'retrying')
-    RETURNING j.id, j.kind, j.attempts
-)"""
-# ... the lease row ...
-LEASE = """, leased AS (
-    INSERT INTO iap.job_leases (leased_by, expires_at, job_ids)
-    SELECT %(w)s, now() + make_interval(secs => %(lease)s), array_agg(id) FROM claimed HAVING count(*) > 0
-    RETURNING id
-)"""
-# ... and the request read with the jobs (LEASE_ID: the lease row's id, or 0 without one).
-WITH_REQUESTS = """, span AS (
-    SELECT min(id) AS low, max(id) AS high, max(id) - min(id) < 4 * count(*) AS dense FROM claimed
-), requests AS (
-    SELECT r.id, r.user_id, r.order_id, r.product_id, r.payload FROM iap.job_requests AS r
-    WHERE (SELECT dense FROM span) AND r.id BETWEEN (SELECT low FROM span) AND (SELECT high FROM span)
-    UNION ALL
-    SELECT r.id, r.user_id, r.order_id, r.product_id, r.payload FROM iap.job_requests AS r
-    WHERE NOT (SELECT dense FROM span) AND r.id = ANY(ARRAY(SELECT id FROM claimed))
-)
-SELECT c.id, c.kind, r.user_id, r.order_id, r.product_id,
-       CASE WHEN c.id = ANY(%(cached)s::bigint[]) THEN NULL ELSE r.payload END, c.attempts, LEASE_ID
-FROM claimed AS c JOIN requests AS r ON r.id = c.id
-"""
+# QueueStore.claimSQL, read from the source and cut in three: the ready set's pick and the jobs
+# marked running, the lease row, and the request read with the jobs (LEASE_ID: the lease row's
+# id, or 0 without one).
+SOURCE = open(os.path.join(os.path.dirname(__file__), "..", "Sources", "Queue", "QueueStore.swift")).read()
+CLAIM_SOURCE = re.sub(r"\$(\d)", lambda m: {"1": "%(limit)s", "2": "%(w)s", "3": "%(lease)s", "4": "%(cached)s"}[m.group(1)],
+                      re.search(r'static let claimSQL = """\n(.*?)\n        """', SOURCE, re.S).group(1))
+PICK_AND_CLAIM = CLAIM_SOURCE[:CLAIM_SOURCE.index("), leased AS (") + 1]
+LEASE = CLAIM_SOURCE[len(PICK_AND_CLAIM):CLAIM_SOURCE.index("), span AS (") + 1]
+WITH_REQUESTS = CLAIM_SOURCE[len(PICK_AND_CLAIM) + len(LEASE):].replace("(SELECT id FROM leased)", "LEASE_ID")
 CLAIM = PICK_AND_CLAIM + LEASE + WITH_REQUESTS.replace("LEASE_ID", "(SELECT id FROM leased)")
 CLAIM_NOJOIN = PICK_AND_CLAIM + LEASE + " SELECT c.id, c.kind, c.attempts, (SELECT id FROM leased) FROM claimed AS c"
 CLAIM_NOLEASE = PICK_AND_CLAIM + WITH_REQUESTS.replace("LEASE_ID", "0")
