@@ -9,8 +9,9 @@ prints the server process's CPU per job (and WAL per job) for each, the median o
 The claim is `QueueStore.claimSQL`, read from Sources/Queue/QueueStore.swift. The other statements
 are copies of `completeWitnessedDoneSQL` (what a batch of `done` results runs;
 `completeWitnessedSQL`, with its side-row writes, for the variant that places jobs) and
-`dropLeasesSQL`: change them there, change them here. Measurement only; it empties the queue's tables of DATABASE_URL. Needs psycopg
-(`pip install "psycopg[binary]"`) and a server on this machine (it reads /proc).
+`dropLeasesSQL`: change them there, change them here. Measurement only; it empties the queue's
+tables of DATABASE_URL. Needs psycopg (`pip install "psycopg[binary]"`) and a server on this
+machine (it reads /proc).
 
     scripts/durable-cluster.sh /tmp/rw-perf 55440
     DATABASE_URL=postgresql://postgres@127.0.0.1:55440/perf receipt-worker migrate
@@ -167,17 +168,22 @@ OLD_TRIGGER = """CREATE TRIGGER job_state_entered_before_0038 AFTER UPDATE OF st
 DROP_OLD_TRIGGER = """DROP TRIGGER IF EXISTS job_state_entered_before_0038 ON iap.job_queue;
 DROP FUNCTION IF EXISTS iap.job_state_entered_before_0038()"""
 
+def fill(c):
+    """JOBS queued jobs in emptied tables, vacuumed and checkpointed before any pass reads them."""
+    multi(c, ENQ % JOBS)
+    c.execute("VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.job_ready, iap.job_leases", prepare=False)
+    c.execute("CHECKPOINT", prepare=False)
+
+
 def run(name, claim, complete, drop=True, tx=True, yard=False, old_trigger=False):
     with psycopg.connect(DB, autocommit=True, prepare_threshold=0) as c:
         if yard:
             multi(c, YS_SETUP % (JOBS, JOBS))
         else:
-            multi(c, ENQ % JOBS)
+            fill(c)
             if old_trigger:
                 c.execute(OLD_TRIGGER_FUNCTION, prepare=False)
                 c.execute(OLD_TRIGGER, prepare=False)
-            c.execute("VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.job_ready, iap.job_leases", prepare=False)
-            c.execute("CHECKPOINT", prepare=False)
         pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]
         lsn0 = c.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
         c0 = cpu(pid)
@@ -234,21 +240,18 @@ def paired(first, second, rounds):
     differences = []
     for round_number in range(rounds):
         with psycopg.connect(DB, autocommit=True) as c:
-            multi(c, ENQ % JOBS)
-            c.execute("VACUUM ANALYZE iap.job_queue, iap.job_requests, iap.job_ready, iap.job_leases", prepare=False)
-            c.execute("CHECKPOINT", prepare=False)
+            fill(c)
         sides = []
         for name in (first, second):
             claim, complete, options = found[name]
             connection = psycopg.connect(DB, autocommit=True, prepare_threshold=0)
             pid = connection.execute("SELECT pg_backend_pid()").fetchone()[0]
-            sides.append({"name": name, "c": connection, "pid": pid, "claim": claim, "complete": complete,
+            sides.append({"c": connection, "pid": pid, "claim": claim, "complete": complete,
                           "drop": options.get("drop", True), "tx": options.get("tx", True), "jobs": 0})
         for side in sides:  # plans made before the clock starts
-            side["jobs"] -= cycle(side["c"], side["claim"], side["complete"], side["drop"], side["tx"])
+            cycle(side["c"], side["claim"], side["complete"], side["drop"], side["tx"])
         for side in sides:
             side["cpu"] = cpu(side["pid"])
-            side["jobs"] = 0
         turn = round_number % 2
         while True:
             side = sides[turn % 2]
