@@ -4,7 +4,7 @@
 It answers every POST after a fixed latency, as Apple does, with status 0 and the receipt's
 transactions as paid. It understands only the simulator's receipts (base64 of a JSON object with
 `bundle_id`, `environment` and `transactions`), which is what `bench apple` enqueues. HTTP/1.1
-keep-alive on loopback, standard library only (asyncio), one process.
+keep-alive on loopback, standard library only (asyncio's event loop), one process.
 
     scripts/fake-apple.py --port 18190 --latency 3
     receipt-worker bench apple --apple-url http://127.0.0.1:18190 --in-flight 10000
@@ -15,15 +15,19 @@ serves a wave (scripts/fake-apple-ceiling.sh drives it with wrk, a client that c
 """
 import argparse
 import asyncio
-import base64
+import binascii
 import json
+import socket
 import time
+
+
+COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
 
 
 def answer(body: bytes) -> bytes:
     try:
         request = json.loads(body)
-        receipt = json.loads(base64.b64decode(request["receipt-data"]))
+        receipt = json.loads(binascii.a2b_base64(request["receipt-data"]))
     except (ValueError, KeyError, TypeError):
         return b'{"status":21002}'
     entries = []
@@ -38,9 +42,8 @@ def answer(body: bytes) -> bytes:
             entry["purchase_date_ms"] = str(t["purchase_date_ms"])
         entries.append(entry)
     environment = "Sandbox" if receipt.get("environment") == "Sandbox" else "Production"
-    return json.dumps({"status": 0, "environment": environment,
-                       "receipt": {"bundle_id": receipt.get("bundle_id"), "in_app": entries}},
-                      separators=(",", ":")).encode()
+    return COMPACT_JSON.encode({"status": 0, "environment": environment,
+                                "receipt": {"bundle_id": receipt.get("bundle_id"), "in_app": entries}}).encode()
 
 
 class Timeline:
@@ -61,27 +64,116 @@ class Timeline:
             print(f"answered {self.answered} {time.monotonic() - self.first_connection:.2f}", flush=True)
 
 
-async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float, timeline: Timeline) -> None:
-    timeline.connected()
-    try:
+class Connection:
+    """One keep-alive connection: each request read is answered `latency` seconds later.
+
+    Plain non-blocking sockets on asyncio's event loop (a reader callback per socket and a timer
+    per request), not streams or transports: the fake shares the two cores with the worker and
+    PostgreSQL, and a wave of 10,000 requests arrives at once, so what it spends per connection
+    and per request decides how late its answers are.
+    """
+
+    MAX_HEAD = 65536
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop, latency: float,
+                 timeline: Timeline) -> None:
+        self.sock = sock
+        self.loop = loop
+        self.latency = latency
+        self.timeline = timeline
+        self.buffer = bytearray()
+        self.unsent = bytearray()
+        self.closed = False
+        loop.add_reader(sock.fileno(), self.readable)
+
+    def readable(self) -> None:
+        try:
+            data = self.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.close()
+            return
+        self.buffer += data
         while True:
-            head = await reader.readuntil(b"\r\n\r\n")
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self.buffer) > self.MAX_HEAD:
+                    self.close()
+                return
             length = 0
-            for line in head.split(b"\r\n")[1:]:
+            for line in bytes(self.buffer[:end]).split(b"\r\n")[1:]:
                 name, _, value = line.partition(b":")
                 if name.strip().lower() == b"content-length":
-                    length = int(value.strip())
-            body = await reader.readexactly(length) if length else b""
-            await asyncio.sleep(latency)
-            payload = answer(body)
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                         + str(len(payload)).encode() + b"\r\n\r\n" + payload)
-            await writer.drain()
-            timeline.answer_written()
-    except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
-        pass
-    finally:
-        writer.close()
+                    try:
+                        length = int(value.strip())
+                    except ValueError:
+                        self.close()
+                        return
+            start = end + 4
+            if len(self.buffer) < start + length:
+                return
+            body = bytes(self.buffer[start:start + length])
+            del self.buffer[:start + length]
+            self.loop.call_later(self.latency, self.respond, body)
+
+    def respond(self, body: bytes) -> None:
+        if self.closed:
+            return
+        payload = answer(body)
+        self.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                  + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+        self.timeline.answer_written()
+
+    def send(self, message: bytes) -> None:
+        if self.unsent:  # the socket was full: keep the answers' order
+            self.unsent += message
+            return
+        try:
+            sent = self.sock.send(message)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            self.close()
+            return
+        if sent < len(message):
+            self.unsent += message[sent:]
+            self.loop.add_writer(self.sock.fileno(), self.writable)
+
+    def writable(self) -> None:
+        try:
+            sent = self.sock.send(self.unsent)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.close()
+            return
+        del self.unsent[:sent]
+        if not self.unsent:
+            self.loop.remove_writer(self.sock.fileno())
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.loop.remove_reader(self.sock.fileno())
+            self.loop.remove_writer(self.sock.fileno())
+            self.sock.close()
+
+
+def accept_all(listener: socket.socket, loop: asyncio.AbstractEventLoop, latency: float, timeline: Timeline) -> None:
+    while True:
+        try:
+            sock, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:  # out of file descriptors, say: the client's connect fails, the fake goes on
+            return
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        timeline.connected()
+        Connection(sock, loop, latency, timeline)
 
 
 async def main() -> None:
@@ -92,10 +184,15 @@ async def main() -> None:
                         help="print the time since the first connection after every N answers written (default: off)")
     args = parser.parse_args()
     timeline = Timeline(args.timeline)
-    server = await asyncio.start_server(lambda r, w: serve(r, w, args.latency, timeline), "127.0.0.1", args.port, backlog=16384)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", args.port))
+    listener.listen(16384)
+    listener.setblocking(False)
+    loop = asyncio.get_running_loop()
+    loop.add_reader(listener.fileno(), accept_all, listener, loop, args.latency, timeline)
     print(f"fake-apple listening on 127.0.0.1:{args.port}, latency {args.latency}s", flush=True)
-    async with server:
-        await server.serve_forever()
+    await asyncio.Event().wait()
 
 
 if __name__ == "__main__":
