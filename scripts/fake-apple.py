@@ -139,6 +139,8 @@ class Connection:
                     try:
                         length = int(value.strip())
                     except ValueError:
+                        length = -1
+                    if length < 0:
                         self.close()
                         return
             start = end + 4
@@ -197,7 +199,11 @@ def accept_all(listener: socket.socket, loop: asyncio.AbstractEventLoop, answers
             sock, _ = listener.accept()
         except (BlockingIOError, InterruptedError):
             return
-        except OSError:  # out of file descriptors, say: the client's connect fails, the fake goes on
+        except OSError:
+            # Out of file descriptors, say: the connection waits in the backlog. Listening again at
+            # once would spin on it; a second later a descriptor may have been freed.
+            loop.remove_reader(listener.fileno())
+            loop.call_later(1.0, loop.add_reader, listener.fileno(), accept_all, listener, loop, answers, timeline)
             return
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
