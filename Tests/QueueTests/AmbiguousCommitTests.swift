@@ -157,21 +157,24 @@ final class AmbiguousCommitTests: XCTestCase {
         let handler = RecordingHandler()
         let worker = worker(fixture, store, handler)
         let run = Task { await worker.run() }
-        // A claim whose reply was lost: the jobs are leased to this worker for an hour, and it
-        // never heard of them.
         try await fixture.enqueue(3)
         _ = try await fixture.eventually(30) { try await fixture.states()["done"] == 3 }
-        try await fixture.enqueue(5, prefix: "orphan")
+        // A claim whose reply was lost: the jobs are leased to this worker for an hour, and it
+        // never heard of them. Enqueued and leased in one transaction, as such a claim commits:
+        // the running worker must not claim them first (nor deadlock with the lease by hand).
         let workerID = worker.configuration.workerID
-        _ = try await fixture.client.query("""
-            UPDATE iap.jobs SET state = 'running', attempts = 1, leased_by = $1, lease_expires_at = now() + interval '1 hour'
-            WHERE order_id LIKE 'orphan-%'
-            """, [workerID])
-        // The lost claim's lease row (migration 0029) committed with it.
-        _ = try await fixture.client.query("""
-            INSERT INTO iap.job_leases (leased_by, expires_at, job_ids)
-            SELECT $1, now() + interval '1 hour', array_agg(id) FROM iap.job_queue WHERE leased_by = $1 AND state = 'running'
-            """, [workerID])
+        try await fixture.client.transaction { connection in
+            try await fixture.enqueue(5, prefix: "orphan", on: connection)
+            _ = try await connection.query("""
+                UPDATE iap.jobs SET state = 'running', attempts = 1, leased_by = $1, lease_expires_at = now() + interval '1 hour'
+                WHERE order_id LIKE 'orphan-%'
+                """, [workerID])
+            // The lost claim's lease row (migration 0029) committed with it.
+            _ = try await connection.query("""
+                INSERT INTO iap.job_leases (leased_by, expires_at, job_ids)
+                SELECT $1, now() + interval '1 hour', array_agg(id) FROM iap.job_queue WHERE leased_by = $1 AND state = 'running'
+                """, [workerID])
+        }
         _ = proxy.resetConnections() // the pool reconnects
         let done = try await fixture.eventually(20) { try await fixture.states()["done"] == 8 }
         worker.shutdown()

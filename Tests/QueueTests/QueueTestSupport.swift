@@ -28,13 +28,19 @@ struct QueueFixture {
 
     var logger: Logger { Logger(minimumLevel: .debug, sink: logs) }
 
-    func enqueue(_ count: Int, prefix: String = "job") async throws {
-        _ = try await client.query("""
+    /// Enqueues `count` jobs; on `connection`, inside the caller's transaction.
+    func enqueue(_ count: Int, prefix: String = "job", on connection: PostgresConnection? = nil) async throws {
+        let sql = """
             INSERT INTO iap.jobs (kind, user_id, order_id, payload, dedup_key)
             SELECT 'receipt', 'user-' || (n % 17), $1 || '-' || n, 'cGF5bG9hZA==',
                    iap.job_dedup_key('receipt', 'user-' || (n % 17), $1 || '-' || n, 'cGF5bG9hZA==')
             FROM generate_series(1, $2) AS n
-            """, [prefix, count])
+            """
+        if let connection {
+            _ = try await connection.query(sql, [prefix, count])
+        } else {
+            _ = try await client.query(sql, [prefix, count])
+        }
     }
 
     func states() async throws -> [String: Int] {
