@@ -284,7 +284,11 @@ variants = [
 ]
 
 if arguments.pair:
-    paired(*arguments.pair.split(","), arguments.passes)
+    pair = arguments.pair.split(",")
+    known = [name for name, claim, _, _ in variants if claim is not None]
+    if len(pair) != 2 or any(name not in known for name in pair):
+        parser.exit(2, "queue-duty-costs: --pair takes two of: " + ", ".join(known) + "\n")
+    paired(*pair, arguments.passes)
     raise SystemExit(0)
 
 results = {}
