@@ -3,17 +3,17 @@
 # one thread, next to no CPU per request) keeps IN_FLIGHT requests open against the fake for as
 # long as it takes the fake to write REQUESTS answers, with no worker and no database beside it.
 # `bench apple --in-flight IN_FLIGHT --apple-url …` asks the fake the same number of requests
-# (60,000 at 10,000 in flight), so its ratio can be read against this one: the fake is one Python
-# thread, and a client that needs no CPU at all still waits on it.
+# (120,000 at 10,000 in flight: twelve waves), so its ratio can be read against this one: the
+# fake is one Python thread, and a client that needs no CPU at all still waits on it.
 #
 # Usage: scripts/fake-apple-ceiling.sh [IN_FLIGHT] [REQUESTS] [LATENCY] [PORT]
-#        (defaults: 10000 60000 3 18191)
+#        (defaults: 10000 120000 3 18191)
 # Prints the fake's timeline (seconds since its first connection, every IN_FLIGHT answers) and
 #   ceiling in_flight=… requests=… seconds=… answers_per_s=… ratio_to_bound=…
 # where the bound is IN_FLIGHT / LATENCY answers a second.
 set -euo pipefail
 in_flight=${1:-10000}
-requests=${2:-60000}
+requests=${2:-120000}
 latency=${3:-3}
 port=${4:-18191}
 command -v wrk >/dev/null || { echo "fake-apple-ceiling: wrk is not installed (apt-get install wrk)" >&2; exit 2; }
