@@ -23,11 +23,12 @@ connections taking turns on the same queue), to within about ±0.2 µs per job w
 """
 import argparse
 import os
-import re
 import statistics
 import uuid
 
 import psycopg
+
+from queue_source import claim_sql
 
 parser = argparse.ArgumentParser()
 parser.add_argument("url")
@@ -53,9 +54,7 @@ INSERT INTO iap.job_ready (id, state, run_at) SELECT id, state, run_at FROM queu
 # QueueStore.claimSQL, read from the source and cut in three: the ready set's pick and the jobs
 # marked running, the lease row, and the request read with the jobs (LEASE_ID: the lease row's
 # id, or 0 without one).
-SOURCE = open(os.path.join(os.path.dirname(__file__), "..", "Sources", "Queue", "QueueStore.swift")).read()
-CLAIM_SOURCE = re.sub(r"\$(\d)", lambda m: {"1": "%(limit)s", "2": "%(w)s", "3": "%(lease)s", "4": "%(cached)s"}[m.group(1)],
-                      re.search(r'static let claimSQL = """\n(.*?)\n        """', SOURCE, re.S).group(1))
+CLAIM_SOURCE = claim_sql({1: "%(limit)s", 2: "%(w)s", 3: "%(lease)s", 4: "%(cached)s"})
 PICK_AND_CLAIM = CLAIM_SOURCE[:CLAIM_SOURCE.index("), leased AS (") + 1]
 LEASE = CLAIM_SOURCE[len(PICK_AND_CLAIM):CLAIM_SOURCE.index("), span AS (") + 1]
 WITH_REQUESTS = CLAIM_SOURCE[len(PICK_AND_CLAIM) + len(LEASE):].replace("(SELECT id FROM leased)", "LEASE_ID")

@@ -12,9 +12,10 @@ the queue's tables of the database given. Needs psycopg and a server on this mac
 """
 import argparse
 import os
-import re
 
 import psycopg
+
+from queue_source import claim_sql
 
 parser = argparse.ArgumentParser()
 parser.add_argument("url")
@@ -22,10 +23,7 @@ parser.add_argument("--jobs", type=int, default=60000)
 parser.add_argument("--batch", type=int, default=50)
 parser.add_argument("--vacuum-every", type=int, default=200, help="claims between vacuums in the second pass")
 arguments = parser.parse_args()
-source = open(os.path.join(os.path.dirname(__file__), "..", "Sources", "Queue", "QueueStore.swift")).read()
-CLAIM = re.search(r'static let claimSQL = """\n(.*?)\n        """', source, re.S).group(1)
-CLAIM = (CLAIM.replace("$1", "%(limit)s").replace("$2", "%(worker)s").replace("$3", "%(lease)s")
-         .replace("$4::bigint[]", "%(cached)s::bigint[]"))
+CLAIM = claim_sql({1: "%(limit)s", 2: "%(worker)s", 3: "%(lease)s", 4: "%(cached)s"})
 
 
 def server_seconds(pid):
