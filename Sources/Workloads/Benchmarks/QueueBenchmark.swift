@@ -209,8 +209,9 @@ public struct QueueBenchmark: Sendable {
     private func quietLogger() -> Logger { Logger(minimumLevel: .warning, sink: StandardOutputSink()) }
 
     /// One in-process worker with the default pool, its sessions made from `worker`: jobs per
-    /// second, and the CPU per job of this process and of the server (from the worker's start to
-    /// a second after its sessions are closed, so that their counters have landed).
+    /// second, and the CPU per job of this process and of `server` (from the worker's start to,
+    /// when a server is read, a second after its sessions are closed, so that their counters
+    /// have landed).
     ///
     /// The pool's sessions are opened before the clock and the CPU counters start, as the
     /// yardstick's and the lean ceiling's are: a worker that is already running has them open.
@@ -225,7 +226,7 @@ public struct QueueBenchmark: Sendable {
         try await openEverySession(workerClient)
         return try await CPUPerJob.measure(jobs: jobs, server: server) {
             let rate = try await drain(workerClient, jobs: jobs, configuration: configuration, listenURL: listenURL, checkedBy: client)
-            try await Task.sleep(for: .milliseconds(1_100)) // the worker's sessions are closed; let their counters land
+            if server != nil { try await Task.sleep(for: .milliseconds(1_100)) } // the worker's sessions are closed; let their counters land
             return rate
         }
     }
