@@ -6,10 +6,12 @@ says where the difference goes: on one connection, with no worker, it drains JOB
 the product's claim and completion statements, then again with one duty removed per variant, and
 prints the server process's CPU per job (and WAL per job) for each, the median of PASSES rounds.
 
-The claim is `QueueStore.claimSQL`, read from Sources/Queue/QueueStore.swift. The other statements
-are copies of `completeWitnessedDoneSQL` (what a batch of `done` results runs;
-`completeWitnessedSQL`, with its side-row writes, for the variant that places jobs) and
-`dropLeasesSQL`: change them there, change them here. Measurement only; it empties the queue's
+The claim is `QueueStore.claimSQL`, read from Sources/Queue/QueueStore.swift. A batch of `done`
+results is completed by `iap.complete_done_jobs` (migration 0041; "product"). The other statements
+are copies of `completeWitnessedDoneSQL` (what a batch of `done` results with a lost lease runs;
+"completion_statement", and the variants that leave a part of it out), `completeWitnessedSQL`
+(with its side-row writes, for the variant that places jobs) and `dropLeasesSQL`: change them
+there, change them here. Measurement only; it empties the queue's
 tables of DATABASE_URL. Needs psycopg (`pip install "psycopg[binary]"`) and a server on this
 machine (it reads /proc).
 
@@ -119,6 +121,9 @@ COMPLETE_NOWIT = "WITH written AS (" + UPD + "), " + FIN + WRITTEN
 COMPLETE_PLACING = "WITH written AS (" + UPD_PLACING + "), " + WITNESS + SIDE + FIN + WRITTEN
 COMPLETE_UPDONLY = "WITH written AS (" + UPD + ") SELECT count(*) FROM written"
 COMPLETE_UPDATE_ALONE = UPD.replace("RETURNING j.id, j.state, j.outcome, j.attempts", "")
+COMPLETE_DONE_FUNCTION = """SELECT written, lost FROM iap.complete_done_jobs(%(ids)s::bigint[], %(codes)s::int[], %(states)s::text[],
+    %(outcomes)s::text[], %(delays)s::float8[], %(apple)s::int[], %(errors)s::text[], %(tx)s::jsonb, %(w)s, %(token)s::uuid,
+    %(outcomes)s::text[], %(finished)s::int[], %(retried)s::int[])"""
 COMPLETE_SIMPLE = """UPDATE iap.job_queue SET state = 'done', outcome = 'acknowledged', finished_at = now(), leased_by = NULL, lease_expires_at = NULL
 WHERE id = ANY(%(ids)s::bigint[]) AND leased_by = %(w)s AND lease_expires_at > now()"""
 DROP = """DELETE FROM iap.job_leases AS l
@@ -220,7 +225,8 @@ def cycle(c, claim, complete, drop=True, tx=True):
         return 0
     ids = sorted(r[0] for r in rows)
     p = {"ids": ids, "codes": [1] * len(ids), "states": ["done"], "outcomes": ["acknowledged"], "delays": [None],
-         "apple": [None], "errors": [None], "tx": "{}", "w": "w1", "token": uuid.uuid4(), "settled": [rows[0][-1]], "unsure": []}
+         "apple": [None], "errors": [None], "tx": "{}", "w": "w1", "token": uuid.uuid4(), "settled": [rows[0][-1]], "unsure": [],
+         "finished": [len(ids)], "retried": [0]}
     if tx:
         with c.transaction():
             c.execute(complete, p)
@@ -270,7 +276,8 @@ def paired(first, second, rounds):
 
 variants = [
     ("yardstick", None, None, dict(yard=True)),
-    ("product", CLAIM, COMPLETE_W, {}),
+    ("product", CLAIM, COMPLETE_DONE_FUNCTION, {}),
+    ("completion_statement", CLAIM, COMPLETE_W, {}),
     ("with_the_row_trigger_of_0037", CLAIM, COMPLETE_W, dict(old_trigger=True)),
     ("claim_without_request_join", CLAIM_NOJOIN, COMPLETE_W, {}),
     ("claim_without_lease_row", CLAIM_NOLEASE, COMPLETE_W, dict(drop=False)),

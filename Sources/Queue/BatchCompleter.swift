@@ -132,11 +132,16 @@ final class BatchCompleter: Sendable {
         }
     }
 
-    private func write(_ batch: [Item], deadline: @Sendable () -> ContinuousClock.Instant?) async throws {
-        let settled = batch.compactMap { item -> JobRun? in
+    /// The runs of the batch's results that settle in the completion's transaction.
+    private static func settledRuns(_ batch: [Item]) -> [JobRun] {
+        batch.compactMap { item -> JobRun? in
             if case .settle = item.verification { return item.job.run }
             return nil
         }
+    }
+
+    private func write(_ batch: [Item], deadline: @Sendable () -> ContinuousClock.Instant?) async throws {
+        let settled = Self.settledRuns(batch)
         let witness = UUID()
         let started = ContinuousClock.now
         let epoch = store.client.sessionsOpened
@@ -214,7 +219,23 @@ final class BatchCompleter: Sendable {
         let underlying: PostgresError
     }
 
+    /// A batch of `done` results of which `iap.complete_done_jobs` could not write every row (a
+    /// lease lost since the claim): nothing of it committed.
+    private struct LeaseLostBeforeCommit: Error {}
+
+    /// A batch of `done` results is written by `doneCompletionStatement`; if a lease of it was
+    /// lost, it is written again by the statement that names the jobs it could not write.
     private func transaction(_ batch: [Item], witness: UUID) async throws -> WrittenBatch {
+        do {
+            return try await transaction(batch, witness: witness, doneAlone: true)
+        } catch is LeaseLostBeforeCommit {
+            let settled = Self.settledRuns(batch)
+            if !settled.isEmpty { handler.didRollBack(settled) }
+            return try await transaction(batch, witness: witness, doneAlone: false)
+        }
+    }
+
+    private func transaction(_ batch: [Item], witness: UUID, doneAlone: Bool) async throws -> WrittenBatch {
         let committed: (rows: [CompletionRow], items: [Item], fenced: [Item], reply: PostgresRows?) = try await store.client.withConnection { connection in
             // Fixed-shape statements by key, thousands of times: planned once per session.
             try await connection.transaction(planning: .reused) { connection in
@@ -252,11 +273,15 @@ final class BatchCompleter: Sendable {
                 // The settlement's writes, the jobs' completion (with its witness), the lease rows of
                 // claims let go of entirely (lost if this rolls back: the rescuer deletes them when
                 // they expire) and COMMIT: one round trip.
-                let completion = store.completionStatement(rows, workerID: configuration.workerID, witness: witness)
+                let done = doneAlone ? store.doneCompletionStatement(rows, attempts: items.map(\.job.attempts),
+                                                                    workerID: configuration.workerID, witness: witness) : nil
+                let completion = done ?? store.completionStatement(rows, workerID: configuration.workerID, witness: witness)
                 let drops = store.dropLeasesStatement(held.takeDroppableLeases(sessionsOpened: store.client.sessionsOpened))
                 let results: [PostgresRows]
                 do {
                     results = try await connection.commit(after: writes + [completion, drops].compactMap { $0 })
+                } catch let error as PostgresError where done != nil && error.sqlState == QueueStore.leaseLostState {
+                    throw LeaseLostBeforeCommit()
                 } catch let error as PostgresError where error.isConnectionLost && completion != nil {
                     throw AmbiguousCommit(rows: rows, items: items, fenced: fenced, underlying: error)
                 }

@@ -310,6 +310,15 @@ public struct QueueStore: Sendable {
     /// the statement also records them under that token (`resolveCommit`).
     func completionStatement(_ unsorted: [CompletionRow], workerID: String, witness: UUID? = nil) -> PostgresStatement? {
         guard !unsorted.isEmpty else { return nil }
+        var binds = Self.updateBinds(unsorted, workerID: workerID)
+        let placing = unsorted.contains { $0.state != "done" }
+        guard let witness else { return PostgresStatement(placing ? Self.completeSQL : Self.completeDoneSQL, binds) }
+        binds.append(witness)
+        return PostgresStatement(placing ? Self.completeWitnessedSQL : Self.completeWitnessedDoneSQL, binds)
+    }
+
+    /// `completeUpdateSQL`'s values for a batch: its ids sorted, their codes, the distinct values.
+    private static func updateBinds(_ unsorted: [CompletionRow], workerID: String) -> [any PostgresEncodable] {
         let rows = unsorted.sorted { $0.id < $1.id } // the statement finds each row's position by binary search
         var numbers: [CompletionValues: Int] = [:]
         var distinct: [CompletionValues] = []
@@ -333,15 +342,43 @@ public struct QueueStore: Sendable {
                 codes.append(distinct.count)
             }
         }
-        var binds: [any PostgresEncodable] = [
+        return [
             rows.map { $0.id }, codes, distinct.map { $0.state }, distinct.map { $0.outcome }, distinct.map { $0.delaySeconds },
             distinct.map { $0.appleStatus.map(Int64.init) }, distinct.map { $0.error }, Self.transactionIDsByJob(rows), workerID,
         ]
-        let placing = rows.contains { $0.state != "done" }
-        guard let witness else { return PostgresStatement(placing ? Self.completeSQL : Self.completeDoneSQL, binds) }
-        binds.append(witness)
-        return PostgresStatement(placing ? Self.completeWitnessedSQL : Self.completeWitnessedDoneSQL, binds)
     }
+
+    /// A batch whose results all finish `done` (most batches) as one call of
+    /// `iap.complete_done_jobs` (migration 0041): the UPDATE alone, whose row count says whether it
+    /// wrote every row, then the finish counts (the caller's, from `attempts`, each row's attempt)
+    /// and the commit witness. Returning the rows into a CTE for those readers, as
+    /// `completionStatement` does, costs about 0.9 µs of server CPU per job. The call answers as
+    /// the completion statement does; if a lease was lost it writes nothing and fails with
+    /// `leaseLostState`, and the batch is written with `completionStatement`. Nil for any other batch.
+    func doneCompletionStatement(_ rows: [CompletionRow], attempts: [Int], workerID: String, witness: UUID) -> PostgresStatement? {
+        guard !rows.isEmpty, rows.count == attempts.count, rows.allSatisfy({ $0.state == "done" }) else { return nil }
+        var outcomes: [String?] = [], jobs: [Int] = [], retried: [Int] = []
+        for (row, attempt) in zip(rows, attempts) {
+            let index = outcomes.firstIndex(of: row.outcome) ?? {
+                outcomes.append(row.outcome)
+                jobs.append(0)
+                retried.append(0)
+                return outcomes.count - 1
+            }()
+            jobs[index] += 1
+            if attempt > 1 { retried[index] += 1 }
+        }
+        return PostgresStatement(Self.completeDoneJobsSQL, Self.updateBinds(rows, workerID: workerID) + [witness, outcomes, jobs, retried])
+    }
+
+    static let completeDoneJobsSQL = """
+        SELECT written, lost FROM iap.complete_done_jobs($1::bigint[], $2::int[], $3::text[], $4::text[], $5::float8[], $6::int[],
+                                                         $7::text[], $8::jsonb, $9, $10::uuid, $11::text[], $12::int[], $13::int[])
+        -- receipt-worker: completion
+        """
+
+    /// What `iap.complete_done_jobs` fails with when a lease of its batch was lost.
+    static let leaseLostState = "RWL01"
 
     static let leaveWitnessSQL = "INSERT INTO iap.commit_witness (token, lost_ids) VALUES ($1::uuid, '{}')"
 

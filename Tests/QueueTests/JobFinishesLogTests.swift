@@ -72,6 +72,49 @@ final class JobFinishesLogTests: XCTestCase {
         await fixture.client.close()
     }
 
+    /// Migration 0041: a batch of `done` results is written by `iap.complete_done_jobs`, which
+    /// writes nothing when a lease of the batch was lost; the batch is then written by the
+    /// completion statement, and only the jobs still leased are finished, logged and announced.
+    func testABatchOfDoneResultsWithALostLeaseFinishesTheRestOnce() async throws {
+        let fixture = try await QueueFixture.make()
+        try await fixture.enqueue(5)
+        let started = Atomic<Int>(0)
+        let release = Atomic<Bool>(false)
+        let worker = fixture.worker(ScriptedHandler { _ in
+            started.add(1, ordering: .relaxed)
+            while !release.load(ordering: .relaxed) { try? await Task.sleep(for: .milliseconds(10)) }
+            return .finish(.done, "credited", transactionIDs: [])
+        }) {
+            $0.concurrency = 5
+            $0.claimBatch = 5
+            $0.completionLinger = 0.2
+        }
+        let run = Task { await worker.run() }
+        let allStarted = try await fixture.eventually { started.load(ordering: .relaxed) == 5 }
+        XCTAssertTrue(allStarted)
+        // One job's lease passes to another worker (as after an expiry and a rescue) while it runs here.
+        let stolen = try await fixture.client.query("""
+            UPDATE iap.job_queue SET leased_by = 'other', lease_expires_at = now() + interval '30 seconds'
+            WHERE id = (SELECT min(id) FROM iap.job_queue) RETURNING id
+            """)[0].decode(Int.self, at: 0)
+        release.store(true, ordering: .relaxed)
+        let finished = try await fixture.eventually { try await fixture.states()["done"] == 4 }
+        let lost = try await fixture.eventually(10) { fixture.logs.lines.contains { $0.contains("event=lease_lost") } }
+        worker.shutdown()
+        await run.value
+        XCTAssertTrue(finished && lost, "\(fixture.logs.lines.joined(separator: "\n"))")
+        let logged = try await Self.counts(fixture.client, "SELECT state, outcome, sum(jobs)::bigint, sum(retried)::bigint FROM iap.job_finishes GROUP BY 1, 2")
+        XCTAssertEqual(logged, ["done/credited": Counted(jobs: 4, retried: 0)])
+        XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=job_finished") }.count, 4)
+        XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=lease_lost") && $0.contains("job_id=\(stolen)") }.count, 1)
+        let row = try await fixture.client.query("SELECT state, leased_by FROM iap.job_queue WHERE id = $1", [stolen])[0]
+        XCTAssertEqual(try row.decode(String.self, at: 0), "running")
+        XCTAssertEqual(try row.decode(String?.self, at: 1), "other")
+        let witnesses = try await fixture.client.query("SELECT lost_ids FROM iap.commit_witness WHERE cardinality(lost_ids) > 0")
+        XCTAssertEqual(try witnesses.map { try $0.decode([Int].self, at: 0) }, [[stolen]], "the batch's witness names the job it did not write")
+        await fixture.client.close()
+    }
+
     func testTheMigrationLogsTheLastDaysFinishedJobsOnce() async throws {
         let url = try await TestDatabase.fresh(migrated: false)
         let all = try Migrator(directory: TestDatabase.migrationsDirectory).migrations
