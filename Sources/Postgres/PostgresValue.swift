@@ -60,11 +60,13 @@ extension Array: PostgresEncodable where Element: PostgresArrayElement {
     public var postgresBind: PostgresBind {
         // Job ids and the settlement's text columns go out by the thousand per statement: written
         // directly, not through an array of optional strings; text in binary (`PostgresTextArray`).
-        if let integers = self as? [Int] { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(integers)) }
         // By element type, not `as?`: an array of other optionals that holds only nils casts to
-        // [String?], and the binary form would name it text[].
-        if Element.self == String.self { return PostgresTextArray.bind((self as! [String]).lazy.map { Optional($0) }) }
-        if Element.self == String?.self { return PostgresTextArray.bind(self as! [String?]) }
+        // [String?], and the binary form would name it text[]. And a cast from a generic array
+        // checks every element (`_arrayConditionalCast`); the types being equal, the array is
+        // reinterpreted instead.
+        if Element.self == Int.self { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(unsafeBitCast(self, to: [Int].self))) }
+        if Element.self == String.self { return PostgresTextArray.bind(unsafeBitCast(self, to: [String].self).lazy.map { Optional($0) }) }
+        if Element.self == String?.self { return PostgresTextArray.bind(unsafeBitCast(self, to: [String?].self)) }
         return PostgresBind(utf8Text: PostgresArrayLiteral.encode(self.map(\.arrayLiteralItem)))
     }
 }
