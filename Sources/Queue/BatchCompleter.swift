@@ -25,6 +25,9 @@ final class BatchCompleter: Sendable {
     /// One wake-up stream per completion loop (an AsyncStream allows one waiting consumer).
     private let wakes: [WakeSignal]
     private let nextWake = Atomic<Int>(0)
+    /// `iap.complete_done_jobs` was found missing (a database not yet migrated to 0041): every
+    /// batch is written by the completion statement from then on.
+    private let doneFunctionMissing = Atomic<Bool>(false)
     /// Results accepted but not yet written or abandoned (for graceful shutdown).
     private let outstanding = Atomic<Int>(0)
 
@@ -219,16 +222,16 @@ final class BatchCompleter: Sendable {
         let underlying: PostgresError
     }
 
-    /// A batch of `done` results of which `iap.complete_done_jobs` could not write every row (a
-    /// lease lost since the claim): nothing of it committed.
-    private struct LeaseLostBeforeCommit: Error {}
+    /// A batch of `done` results that `iap.complete_done_jobs` did not write: a lease of it was
+    /// lost since the claim, or the function is missing. Nothing of it committed.
+    private struct DoneBatchRefused: Error {}
 
     /// A batch of `done` results is written by `doneCompletionStatement`; if a lease of it was
     /// lost, it is written again by the statement that names the jobs it could not write.
     private func transaction(_ batch: [Item], witness: UUID) async throws -> WrittenBatch {
         do {
-            return try await transaction(batch, witness: witness, doneAlone: true)
-        } catch is LeaseLostBeforeCommit {
+            return try await transaction(batch, witness: witness, doneAlone: !doneFunctionMissing.load(ordering: .relaxed))
+        } catch is DoneBatchRefused {
             let settled = Self.settledRuns(batch)
             if !settled.isEmpty { handler.didRollBack(settled) }
             return try await transaction(batch, witness: witness, doneAlone: false)
@@ -281,7 +284,12 @@ final class BatchCompleter: Sendable {
                 do {
                     results = try await connection.commit(after: writes + [completion, drops].compactMap { $0 })
                 } catch let error as PostgresError where done != nil && error.sqlState == QueueStore.leaseLostState {
-                    throw LeaseLostBeforeCommit()
+                    throw DoneBatchRefused()
+                } catch let error as PostgresError where done != nil && QueueStore.isDoneFunctionMissing(error) {
+                    if !doneFunctionMissing.exchange(true, ordering: .relaxed) {
+                        logger.warning("completion_function_missing", ["hint": "run receipt-worker migrate (migration 0041)"])
+                    }
+                    throw DoneBatchRefused()
                 } catch let error as PostgresError where error.isConnectionLost && completion != nil {
                     throw AmbiguousCommit(rows: rows, items: items, fenced: fenced, underlying: error)
                 }

@@ -380,6 +380,12 @@ public struct QueueStore: Sendable {
     /// What `iap.complete_done_jobs` fails with when a lease of its batch was lost.
     static let leaseLostState = "RWL01"
 
+    /// The function is not there: the database has not been migrated to 0041 yet (new workers
+    /// rolled out before `migrate`).
+    static func isDoneFunctionMissing(_ error: PostgresError) -> Bool {
+        error.sqlState == "42883" && error.message.contains("complete_done_jobs")
+    }
+
     static let leaveWitnessSQL = "INSERT INTO iap.commit_witness (token, lost_ids) VALUES ($1::uuid, '{}')"
 
     /// The witness of a transaction that wrote everything it meant to (`WitnessedTransaction`).

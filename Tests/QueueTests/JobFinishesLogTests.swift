@@ -115,6 +115,29 @@ final class JobFinishesLogTests: XCTestCase {
         await fixture.client.close()
     }
 
+    /// A worker of the new build on a database not yet migrated to 0041 (rolled out before
+    /// `migrate`) writes its batches with the completion statement, and says so once.
+    func testWithoutTheDoneFunctionBatchesAreWrittenByTheCompletionStatement() async throws {
+        let fixture = try await QueueFixture.make()
+        _ = try await fixture.client.query("DROP FUNCTION iap.complete_done_jobs")
+        try await fixture.enqueue(30)
+        let worker = fixture.worker(ScriptedHandler { _ in .finish(.done, "credited") }) {
+            $0.concurrency = 10
+            $0.claimBatch = 10
+        }
+        let run = Task { await worker.run() }
+        let finished = try await fixture.eventually { try await fixture.states()["done"] == 30 }
+        worker.shutdown()
+        await run.value
+        XCTAssertTrue(finished, "\(fixture.logs.lines.joined(separator: "\n"))")
+        XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=completion_function_missing") }.count, 1)
+        XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=job_finished") }.count, 30)
+        XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=lease_lost") }.count, 0)
+        let logged = try await Self.counts(fixture.client, "SELECT state, outcome, sum(jobs)::bigint, sum(retried)::bigint FROM iap.job_finishes GROUP BY 1, 2")
+        XCTAssertEqual(logged, ["done/credited": Counted(jobs: 30, retried: 0)])
+        await fixture.client.close()
+    }
+
     func testTheMigrationLogsTheLastDaysFinishedJobsOnce() async throws {
         let url = try await TestDatabase.fresh(migrated: false)
         let all = try Migrator(directory: TestDatabase.migrationsDirectory).migrations
