@@ -41,6 +41,17 @@ final class LogFormattingTests: XCTestCase {
                        "ts=T level=info event=e i=-3 d=0.25 w=2 b=true n=NaN inf=-Inf")
     }
 
+    /// Integers are written digit by digit into the line: the same text as `String(i)`.
+    func testIntegersAreWrittenAsTheirDecimalText() throws {
+        for value in [0, 7, -1, 9, 10, 99, 100, 1_000_000, -1_234_567_890, Int.max, Int.min, Int.max - 1, Int.min + 1] {
+            XCTAssertEqual(logfmt(["i": .int(value)]), "ts=T level=info event=e i=\(value)")
+            var line = LogLineBuilder(format: .json, timestamp: "T", level: .info, event: "e")
+            line.append(key: "i", value: .int(value))
+            let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.finish().utf8)) as? [String: Any])
+            XCTAssertEqual((object["i"] as? NSNumber)?.int64Value, Int64(value))
+        }
+    }
+
     func testLogfmtKeysCannotBreakTheLine() {
         XCTAssertEqual(logfmt(["bad key=\"x": 1, "": 2]), "ts=T level=info event=e bad_key__x=1 _=2")
     }
