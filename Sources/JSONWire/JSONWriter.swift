@@ -30,8 +30,22 @@ public struct JSONWriter: Sendable {
 
     public mutating func integer(_ value: Int64) {
         separate()
-        bytes.append(contentsOf: String(value).utf8)  // a small String: no allocation
+        Self.appendDecimal(Int(value), to: &bytes)
         followsValue = true
+    }
+
+    /// `value`'s decimal digits (and sign) written straight into `out`, without a String made
+    /// for them: the same text as `String(value)`. Log lines write a few per line.
+    public static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var divisor: UInt = 1
+        while magnitude / divisor >= 10 { divisor *= 10 }
+        repeat {
+            out.append(UInt8(ascii: "0") + UInt8(magnitude / divisor))
+            magnitude %= divisor
+            divisor /= 10
+        } while divisor > 0
     }
 
     public mutating func bool(_ value: Bool) { literal(value ? "true" : "false") }

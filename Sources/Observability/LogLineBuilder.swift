@@ -30,7 +30,7 @@ struct LogLineBuilder {
             appendLogfmtKey(key)
             line.append(UInt8(ascii: "="))
             switch value {
-            case .int(let i): appendDigits(i)  // digits and a sign: never quoted
+            case .int(let i): JSONWriter.appendDecimal(i, to: &line)  // digits and a sign: never quoted
             case .bool(let b): line.append(contentsOf: (b ? "true" : "false").utf8)
             case .string(let text): appendLogfmtValue(text)
             case .double: appendLogfmtValue(value.description)
@@ -40,7 +40,7 @@ struct LogLineBuilder {
             line.append(UInt8(ascii: ":"))
             switch value {
             case .string(let s): JSONWriter.appendQuoted(s, to: &line)
-            case .int(let i): appendDigits(i)
+            case .int(let i): JSONWriter.appendDecimal(i, to: &line)
             case .bool(let b): line.append(contentsOf: (b ? "true" : "false").utf8)
             case .double(let d) where d.isFinite: line.append(contentsOf: formatNumber(d).utf8)
             case .double(let d): JSONWriter.appendQuoted(formatNumber(d), to: &line)  // JSON has no NaN/Inf
@@ -76,19 +76,6 @@ struct LogLineBuilder {
             return true
         }
         if !plain { JSONWriter.appendQuoted(text, to: &line) }
-    }
-
-    /// An integer's digits written straight into the line, without a String made for them.
-    private mutating func appendDigits(_ value: Int) {
-        if value < 0 { line.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        var divisor: UInt = 1
-        while magnitude / divisor >= 10 { divisor *= 10 }
-        repeat {
-            line.append(UInt8(ascii: "0") + UInt8(magnitude / divisor))
-            magnitude %= divisor
-            divisor /= 10
-        } while divisor > 0
     }
 }
 
