@@ -231,6 +231,8 @@ public struct QueueStore: Sendable {
     /// combination: `$8` is one jsonb object from job id to its ids, found by binary search.
     /// As a coded column they would make every credited row a combination of its own and the
     /// batch quadratic again.
+    /// `iap.complete_done_jobs` (migration 0041) holds a copy of this UPDATE for batches of `done`
+    /// results: change both together.
     static let completeUpdateSQL = """
         UPDATE iap.job_queue AS j SET
             state = ($3::text[])[\(rowCode)],
@@ -352,7 +354,8 @@ public struct QueueStore: Sendable {
     /// `iap.complete_done_jobs` (migration 0041): the UPDATE alone, whose row count says whether it
     /// wrote every row, then the finish counts (the caller's, from `attempts`, each row's attempt)
     /// and the commit witness. Returning the rows into a CTE for those readers, as
-    /// `completionStatement` does, costs about 0.9 µs of server CPU per job. The call answers as
+    /// `completionStatement` does, cost 1.2–1.6 µs more server CPU per job, measured side by side
+    /// (`docs/benchmarks.md`). The call answers as
     /// the completion statement does; if a lease was lost it writes nothing and fails with
     /// `leaseLostState`, and the batch is written with `completionStatement`. Nil for any other batch.
     func doneCompletionStatement(_ rows: [CompletionRow], attempts: [Int], workerID: String, witness: UUID) -> PostgresStatement? {

@@ -79,6 +79,62 @@ final class CompletionPlanTests: XCTestCase {
         await connection.close()
     }
 
+    /// `iap.complete_done_jobs` (migration 0041) holds a copy of the completion's UPDATE: a batch of
+    /// `done` results of every shape comes out of it as out of the completion statement, with
+    /// the same finish counts, reply and witness.
+    func testTheDoneFunctionWritesWhatTheCompletionStatementWrites() async throws {
+        let url = try await TestDatabase.fresh()
+        let connection = try await PostgresConnection.connect(url)
+        try await connection.insertReceiptJobs(18)
+        _ = try await connection.query("""
+            UPDATE iap.jobs SET state = 'running', attempts = 1 + (id % 2)::int, apple_status = 7, leased_by = 'w',
+                lease_expires_at = now() + interval '1 hour'
+            """)
+        let ids = try await connection.query("SELECT id FROM iap.jobs ORDER BY id").map { try $0.decode(Int.self, at: 0) }
+        func row(_ index: Int) -> CompletionRow {
+            switch index % 3 {
+            case 0: CompletionRow(id: ids[index], state: "done", outcome: "acknowledged", delaySeconds: nil, appleStatus: nil, error: nil, transactionIDs: [])
+            case 1: CompletionRow(id: ids[index], state: "done", outcome: "already_credited", delaySeconds: nil, appleStatus: 0,
+                                  error: "t\(index):already_credited", transactionIDs: ["t\(index)"])
+            default: CompletionRow(id: ids[index], state: "done", outcome: "credited", delaySeconds: nil, appleStatus: 0, error: nil,
+                                   transactionIDs: ["t\(index)", "x"])
+            }
+        }
+        let attempts = try await connection.query("SELECT attempts FROM iap.jobs ORDER BY id").map { try $0.decode(Int.self, at: 0) }
+        let store = QueueStore(client: PostgresClient(conninfo: url))
+        let byFunction = try XCTUnwrap(store.doneCompletionStatement((0..<9).reversed().map(row), attempts: (0..<9).reversed().map { attempts[$0] },
+                                                                     workerID: "w", witness: UUID()))
+        // The same results for the next nine jobs.
+        let sameForNext = (0..<9).map { index in
+            let shape = row(index)
+            return CompletionRow(id: ids[index + 9], state: shape.state, outcome: shape.outcome, delaySeconds: nil, appleStatus: shape.appleStatus,
+                                 error: shape.error, transactionIDs: shape.transactionIDs)
+        }
+        let byStatement = try XCTUnwrap(store.completionStatement(sameForNext, workerID: "w", witness: UUID()))
+        let replies = try await connection.transaction(planning: .reused) { tx in
+            [try await tx.pipeline([byFunction])[0], try await tx.pipeline([byStatement])[0]]
+        }
+        XCTAssertEqual(try QueueStore.written(replies[0]).count, 9)
+        XCTAssertEqual(try QueueStore.written(replies[0]).lost, [])
+        XCTAssertEqual(try QueueStore.written(replies[1]).count, 9)
+        let jobs = try await connection.query("""
+            SELECT state, outcome, run_at <= now(), apple_status, last_error, transaction_ids, finished_at IS NOT NULL, leased_by IS NULL,
+                   lease_expires_at IS NULL
+            FROM iap.jobs ORDER BY id
+            """).map { $0.cells }
+        for index in 0..<9 {
+            XCTAssertEqual(jobs[index], jobs[index + 9], "job \(index)")
+        }
+        XCTAssertEqual(jobs[1][4], "t1:already_credited")
+        let finishes = try await connection.query("""
+            SELECT state, outcome, sum(jobs)::int, sum(retried)::int FROM iap.job_finishes GROUP BY 1, 2 ORDER BY 2
+            """).map { $0.cells }
+        XCTAssertEqual(finishes, [["done", "acknowledged", "6", "3"], ["done", "already_credited", "6", "3"], ["done", "credited", "6", "3"]])
+        let witnesses = try await connection.query("SELECT lost_ids FROM iap.commit_witness").map { try $0.decode([Int].self, at: 0) }
+        XCTAssertEqual(witnesses, [[], []])
+        await connection.close()
+    }
+
     /// The witness names the jobs a committed completion did not write (their lease had passed
     /// on), none when it wrote the whole batch; a token fenced before its transaction committed
     /// is a tombstone, and that transaction can no longer commit.
