@@ -7,7 +7,8 @@ the product's claim and completion statements, then again with one duty removed 
 prints the server process's CPU per job (and WAL per job) for each, the median of PASSES rounds.
 
 The claim is `QueueStore.claimSQL`, read from Sources/Queue/QueueStore.swift. A batch of `done`
-results is completed by `iap.complete_done_jobs` (migration 0041; "product"). The other statements
+results is completed by `iap.complete_done_jobs` (migrations 0041 and 0042, its rows found by the
+row versions the claim returned; "product"). The other statements
 are copies of `completeWitnessedDoneSQL` (what a batch of `done` results with a lost lease runs;
 "completion_statement", and the variants that leave a part of it out), `completeWitnessedSQL`
 (with its side-row writes, for the variant that places jobs) and `dropLeasesSQL`: change them
@@ -61,9 +62,9 @@ PICK_AND_CLAIM = CLAIM_SOURCE[:CLAIM_SOURCE.index("), leased AS (") + 1]
 LEASE = CLAIM_SOURCE[len(PICK_AND_CLAIM):CLAIM_SOURCE.index("), span AS (") + 1]
 WITH_REQUESTS = CLAIM_SOURCE[len(PICK_AND_CLAIM) + len(LEASE):].replace("(SELECT id FROM leased)", "LEASE_ID")
 CLAIM = PICK_AND_CLAIM + LEASE + WITH_REQUESTS.replace("LEASE_ID", "(SELECT id FROM leased)")
-CLAIM_NOJOIN = PICK_AND_CLAIM + LEASE + " SELECT c.id, c.kind, c.attempts, (SELECT id FROM leased) FROM claimed AS c"
+CLAIM_NOJOIN = PICK_AND_CLAIM + LEASE + " SELECT c.id, c.kind, c.attempts, (SELECT id FROM leased), c.ctid FROM claimed AS c"
 CLAIM_NOLEASE = PICK_AND_CLAIM + WITH_REQUESTS.replace("LEASE_ID", "0")
-CLAIM_BARE = PICK_AND_CLAIM + " SELECT id FROM claimed"
+CLAIM_BARE = PICK_AND_CLAIM + " SELECT id, 0, ctid FROM claimed"
 
 RC = "(CASE WHEN cardinality(%(states)s::text[]) = 1 THEN 1 ELSE (%(codes)s::int[])[width_bucket(j.id, %(ids)s::bigint[])] END)"
 UPD = """
@@ -121,7 +122,7 @@ COMPLETE_NOWIT = "WITH written AS (" + UPD + "), " + FIN + WRITTEN
 COMPLETE_PLACING = "WITH written AS (" + UPD_PLACING + "), " + WITNESS + SIDE + FIN + WRITTEN
 COMPLETE_UPDONLY = "WITH written AS (" + UPD + ") SELECT count(*) FROM written"
 COMPLETE_UPDATE_ALONE = UPD.replace("RETURNING j.id, j.state, j.outcome, j.attempts", "")
-COMPLETE_DONE_FUNCTION = """SELECT written, lost FROM iap.complete_done_jobs(%(ids)s::bigint[], %(codes)s::int[], %(states)s::text[],
+COMPLETE_DONE_FUNCTION = """SELECT written, lost FROM iap.complete_done_jobs(%(ids)s::bigint[], %(versions)s::tid[], %(codes)s::int[], %(states)s::text[],
     %(outcomes)s::text[], %(delays)s::float8[], %(apple)s::int[], %(errors)s::text[], %(tx)s::jsonb, %(w)s, %(token)s::uuid,
     %(outcomes)s::text[], %(finished)s::int[], %(retried)s::int[])"""
 COMPLETE_SIMPLE = """UPDATE iap.job_queue SET state = 'done', outcome = 'acknowledged', finished_at = now(), leased_by = NULL, lease_expires_at = NULL
@@ -225,8 +226,8 @@ def cycle(c, claim, complete, drop=True, tx=True):
         return 0
     ids = sorted(r[0] for r in rows)
     p = {"ids": ids, "codes": [1] * len(ids), "states": ["done"], "outcomes": ["acknowledged"], "delays": [None],
-         "apple": [None], "errors": [None], "tx": "{}", "w": "w1", "token": uuid.uuid4(), "settled": [rows[0][-1]], "unsure": [],
-         "finished": [len(ids)], "retried": [0]}
+         "apple": [None], "errors": [None], "tx": "{}", "w": "w1", "token": uuid.uuid4(), "settled": [rows[0][-2]], "unsure": [],
+         "finished": [len(ids)], "retried": [0], "versions": [r[-1] for r in rows]}
     if tx:
         with c.transaction():
             c.execute(complete, p)

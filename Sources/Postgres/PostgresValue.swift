@@ -67,6 +67,7 @@ extension Array: PostgresEncodable where Element: PostgresArrayElement {
         if Element.self == Int.self { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(unsafeBitCast(self, to: [Int].self))) }
         if Element.self == String.self { return PostgresTextArray.bind(unsafeBitCast(self, to: [String].self).lazy.map { Optional($0) }) }
         if Element.self == String?.self { return PostgresTextArray.bind(unsafeBitCast(self, to: [String?].self)) }
+        if Element.self == PostgresTID.self { return PostgresTIDArray.bind(unsafeBitCast(self, to: [PostgresTID].self)) }
         return PostgresBind(utf8Text: PostgresArrayLiteral.encode(self.map(\.arrayLiteralItem)))
     }
 }

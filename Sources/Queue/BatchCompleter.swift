@@ -25,7 +25,7 @@ final class BatchCompleter: Sendable {
     /// One wake-up stream per completion loop (an AsyncStream allows one waiting consumer).
     private let wakes: [WakeSignal]
     private let nextWake = Atomic<Int>(0)
-    /// `iap.complete_done_jobs` was found missing (a database not yet migrated to 0041): every
+    /// `iap.complete_done_jobs` was found missing (a database not yet migrated to 0042): every
     /// batch is written by the completion statement from then on.
     private let doneFunctionMissing = Atomic<Bool>(false)
     /// Results accepted but not yet written or abandoned (for graceful shutdown).
@@ -276,7 +276,7 @@ final class BatchCompleter: Sendable {
                 // The settlement's writes, the jobs' completion (with its witness), the lease rows of
                 // claims let go of entirely (lost if this rolls back: the rescuer deletes them when
                 // they expire) and COMMIT: one round trip.
-                let done = doneAlone ? store.doneCompletionStatement(rows, attempts: items.map(\.job.attempts),
+                let done = doneAlone ? store.doneCompletionStatement(rows, attempts: items.map(\.job.attempts), rowVersions: items.map(\.job.rowVersion),
                                                                     workerID: configuration.workerID, witness: witness) : nil
                 let completion = done ?? store.completionStatement(rows, workerID: configuration.workerID, witness: witness)
                 let drops = store.dropLeasesStatement(held.takeDroppableLeases(sessionsOpened: store.client.sessionsOpened))
@@ -287,7 +287,7 @@ final class BatchCompleter: Sendable {
                     throw DoneBatchRefused()
                 } catch let error as PostgresError where done != nil && QueueStore.isDoneFunctionMissing(error) {
                     if !doneFunctionMissing.exchange(true, ordering: .relaxed) {
-                        logger.warning("completion_function_missing", ["hint": "run receipt-worker migrate (migration 0041)"])
+                        logger.warning("completion_function_missing", ["hint": "run receipt-worker migrate (migration 0042)"])
                     }
                     throw DoneBatchRefused()
                 } catch let error as PostgresError where error.isConnectionLost && completion != nil {

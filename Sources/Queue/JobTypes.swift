@@ -1,3 +1,5 @@
+import Postgres
+
 /// A job as claimed: everything a verifier needs, nothing it may change. (Its age and sweeps
 /// stay in the database: no verifier reads them, so the claim does not send them.)
 ///
@@ -13,10 +15,11 @@ public struct ClaimedJob: Sendable, Equatable {
         let payload: String
         let attempts: Int
         let leaseID: Int?
+        let rowVersion: PostgresTID?
         let sessionEpoch: Int
 
         init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int,
-             leaseID: Int?, sessionEpoch: Int) {
+             leaseID: Int?, rowVersion: PostgresTID?, sessionEpoch: Int) {
             self.id = id
             self.kind = kind
             self.userID = userID
@@ -25,6 +28,7 @@ public struct ClaimedJob: Sendable, Equatable {
             self.payload = payload
             self.attempts = attempts
             self.leaseID = leaseID
+            self.rowVersion = rowVersion
             self.sessionEpoch = sessionEpoch
         }
     }
@@ -41,6 +45,9 @@ public struct ClaimedJob: Sendable, Equatable {
     public var attempts: Int { fields.attempts }
     /// The claim's row in iap.job_leases (migration 0029), deleted once the claim's jobs are all let go.
     var leaseID: Int? { fields.leaseID }
+    /// The job's row version as the claim left it (`ctid`): a batch of `done` results finds its
+    /// rows by it (migration 0042). Nil for a job not claimed by `QueueStore`.
+    var rowVersion: PostgresTID? { fields.rowVersion }
     /// How many sessions the pool had opened when the job was claimed (`PostgresClient.sessionsOpened`;
     /// -1 when not claimed through a pool). Once the pool has opened another, the job id may name a
     /// different job (a failover to a standby that lost the last commits gives ids out again).
@@ -48,13 +55,13 @@ public struct ClaimedJob: Sendable, Equatable {
 
     public init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int) {
         fields = Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
-                        leaseID: nil, sessionEpoch: -1)
+                        leaseID: nil, rowVersion: nil, sessionEpoch: -1)
     }
 
     init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int, leaseID: Int?,
-         sessionEpoch: Int) {
+         rowVersion: PostgresTID? = nil, sessionEpoch: Int) {
         fields = Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
-                        leaseID: leaseID, sessionEpoch: sessionEpoch)
+                        leaseID: leaseID, rowVersion: rowVersion, sessionEpoch: sessionEpoch)
     }
 
     public static func == (lhs: ClaimedJob, rhs: ClaimedJob) -> Bool {
@@ -85,7 +92,7 @@ extension ClaimedJob {
     /// The same job with its payload (read again after the claim left it out).
     func with(payload: String) -> ClaimedJob {
         ClaimedJob(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
-                   leaseID: leaseID, sessionEpoch: sessionEpoch)
+                   leaseID: leaseID, rowVersion: rowVersion, sessionEpoch: sessionEpoch)
     }
 }
 

@@ -60,7 +60,7 @@ public struct QueueStore: Sendable {
             SET state = 'running', attempts = j.attempts + 1, leased_by = $2,
                 lease_expires_at = now() + make_interval(secs => $3)
             WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND j.state IN ('queued', 'retrying')
-            RETURNING j.id, j.kind, j.attempts
+            RETURNING j.id, j.kind, j.attempts, j.ctid
         ), leased AS (
             INSERT INTO iap.job_leases (leased_by, expires_at, job_ids)
             SELECT $2, now() + make_interval(secs => $3), array_agg(id) FROM claimed HAVING count(*) > 0
@@ -75,7 +75,7 @@ public struct QueueStore: Sendable {
             WHERE NOT (SELECT dense FROM span) AND r.id = ANY(ARRAY(SELECT id FROM claimed))
         )
         SELECT c.id, c.kind, r.user_id, r.order_id, r.product_id,
-               CASE WHEN c.id = ANY($4::bigint[]) THEN NULL ELSE r.payload END, c.attempts, (SELECT id FROM leased)
+               CASE WHEN c.id = ANY($4::bigint[]) THEN NULL ELSE r.payload END, c.attempts, (SELECT id FROM leased), c.ctid
         FROM claimed AS c JOIN requests AS r ON r.id = c.id
         -- receipt-worker: claim
         """
@@ -114,7 +114,7 @@ public struct QueueStore: Sendable {
             if payload == nil { missing.append(id) }
             jobs.append(ClaimedJob(id: id, kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
                                    productID: try row.decode(at: 4), payload: payload ?? "", attempts: try row.decode(at: 6),
-                                   leaseID: try row.decode(at: 7), sessionEpoch: epoch))
+                                   leaseID: try row.decode(at: 7), rowVersion: try row.decode(at: 8), sessionEpoch: epoch))
         }
         if !missing.isEmpty {
             var payloads: [Int: String] = [:]
@@ -231,8 +231,8 @@ public struct QueueStore: Sendable {
     /// combination: `$8` is one jsonb object from job id to its ids, found by binary search.
     /// As a coded column they would make every credited row a combination of its own and the
     /// batch quadratic again.
-    /// `iap.complete_done_jobs` (migration 0041) holds a copy of this UPDATE for batches of `done`
-    /// results: change both together.
+    /// `iap.complete_done_jobs` (migration 0042) holds a copy of this UPDATE for batches of `done`
+    /// results, its rows found by row version: change both together.
     static let completeUpdateSQL = """
         UPDATE iap.job_queue AS j SET
             state = ($3::text[])[\(rowCode)],
@@ -351,15 +351,25 @@ public struct QueueStore: Sendable {
     }
 
     /// A batch whose results all finish `done` (most batches) as one call of
-    /// `iap.complete_done_jobs` (migration 0041): the UPDATE alone, whose row count says whether it
-    /// wrote every row, then the finish counts (the caller's, from `attempts`, each row's attempt)
-    /// and the commit witness. Returning the rows into a CTE for those readers, as
-    /// `completionStatement` does, cost 1.2–1.6 µs more server CPU per job, measured side by side
-    /// (`docs/benchmarks.md`). The call answers as
-    /// the completion statement does; if a lease was lost it writes nothing and fails with
-    /// `leaseLostState`, and the batch is written with `completionStatement`. Nil for any other batch.
-    func doneCompletionStatement(_ rows: [CompletionRow], attempts: [Int], workerID: String, witness: UUID) -> PostgresStatement? {
-        guard !rows.isEmpty, rows.count == attempts.count, rows.allSatisfy({ $0.state == "done" }) else { return nil }
+    /// `iap.complete_done_jobs` (migrations 0041 and 0042): the UPDATE alone, its rows found by
+    /// the row versions the claim returned (`rowVersions`, one per row, in any order) instead of
+    /// by key, its row count checked against the batch; then the finish counts (the caller's, from
+    /// `attempts`, each row's attempt) and the commit witness. Returning the rows into a CTE for
+    /// those readers, as `completionStatement` does, cost 1.2–1.6 µs more server CPU per job, and
+    /// finding them by key 1.2 µs more, measured side by side (`docs/benchmarks.md`). The call
+    /// answers as the completion statement does; if a row was not found under its lease it writes
+    /// nothing and fails with `leaseLostState`, and the batch is written with
+    /// `completionStatement`. Nil for any other batch, or when a row's version is not known.
+    func doneCompletionStatement(_ rows: [CompletionRow], attempts: [Int], rowVersions: [PostgresTID?], workerID: String,
+                                 witness: UUID) -> PostgresStatement? {
+        guard !rows.isEmpty, rows.count == attempts.count, rows.count == rowVersions.count,
+              rows.allSatisfy({ $0.state == "done" }) else { return nil }
+        var versions: [PostgresTID] = []
+        versions.reserveCapacity(rowVersions.count)
+        for version in rowVersions {
+            guard let version else { return nil }
+            versions.append(version)
+        }
         var outcomes: [String?] = [], jobs: [Int] = [], retried: [Int] = []
         for (row, attempt) in zip(rows, attempts) {
             let index = outcomes.firstIndex(of: row.outcome) ?? {
@@ -371,20 +381,22 @@ public struct QueueStore: Sendable {
             jobs[index] += 1
             if attempt > 1 { retried[index] += 1 }
         }
-        return PostgresStatement(Self.completeDoneJobsSQL, Self.updateBinds(rows, workerID: workerID) + [witness, outcomes, jobs, retried])
+        var binds = Self.updateBinds(rows, workerID: workerID)
+        binds.insert(versions, at: 1)
+        return PostgresStatement(Self.completeDoneJobsSQL, binds + [witness, outcomes, jobs, retried])
     }
 
     static let completeDoneJobsSQL = """
-        SELECT written, lost FROM iap.complete_done_jobs($1::bigint[], $2::int[], $3::text[], $4::text[], $5::float8[], $6::int[],
-                                                         $7::text[], $8::jsonb, $9, $10::uuid, $11::text[], $12::int[], $13::int[])
+        SELECT written, lost FROM iap.complete_done_jobs($1::bigint[], $2::tid[], $3::int[], $4::text[], $5::text[], $6::float8[],
+                                                         $7::int[], $8::text[], $9::jsonb, $10, $11::uuid, $12::text[], $13::int[], $14::int[])
         -- receipt-worker: completion
         """
 
     /// What `iap.complete_done_jobs` fails with when a lease of its batch was lost.
     static let leaseLostState = "RWL01"
 
-    /// The function is not there: the database has not been migrated to 0041 yet (new workers
-    /// rolled out before `migrate`).
+    /// The function is not there with this signature: the database has not been migrated to 0042
+    /// yet (new workers rolled out before `migrate`).
     static func isDoneFunctionMissing(_ error: PostgresError) -> Bool {
         error.sqlState == "42883" && error.message.contains("complete_done_jobs")
     }

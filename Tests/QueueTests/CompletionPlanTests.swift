@@ -79,7 +79,7 @@ final class CompletionPlanTests: XCTestCase {
         await connection.close()
     }
 
-    /// `iap.complete_done_jobs` (migration 0041) holds a copy of the completion's UPDATE: a batch of
+    /// `iap.complete_done_jobs` (migration 0042) holds a copy of the completion's UPDATE: a batch of
     /// `done` results of every shape comes out of it as out of the completion statement, with
     /// the same finish counts, reply and witness.
     func testTheDoneFunctionWritesWhatTheCompletionStatementWrites() async throws {
@@ -100,10 +100,13 @@ final class CompletionPlanTests: XCTestCase {
                                    transactionIDs: ["t\(index)", "x"])
             }
         }
-        let attempts = try await connection.query("SELECT attempts FROM iap.jobs ORDER BY id").map { try $0.decode(Int.self, at: 0) }
+        let claimed = try await connection.query("SELECT attempts, ctid FROM iap.job_queue ORDER BY id")
+        let attempts = try claimed.map { try $0.decode(Int.self, at: 0) }
+        let versions = try claimed.map { try $0.decode(PostgresTID.self, at: 1) }
         let store = QueueStore(client: PostgresClient(conninfo: url))
         let byFunction = try XCTUnwrap(store.doneCompletionStatement((0..<9).reversed().map(row), attempts: (0..<9).reversed().map { attempts[$0] },
-                                                                     workerID: "w", witness: UUID()))
+                                                                     rowVersions: (0..<9).reversed().map { versions[$0] }, workerID: "w",
+                                                                     witness: UUID()))
         // The same results for the next nine jobs.
         let sameForNext = (0..<9).map { index in
             let shape = row(index)
@@ -132,6 +135,69 @@ final class CompletionPlanTests: XCTestCase {
         XCTAssertEqual(finishes, [["done", "acknowledged", "6", "3"], ["done", "already_credited", "6", "3"], ["done", "credited", "6", "3"]])
         let witnesses = try await connection.query("SELECT lost_ids FROM iap.commit_witness").map { try $0.decode([Int].self, at: 0) }
         XCTAssertEqual(witnesses, [[], []])
+        await connection.close()
+    }
+
+    /// The function finds its rows by the row versions it is given, but writes only the batch's
+    /// own jobs still leased to the worker: addresses of other jobs write nothing, their order
+    /// does not matter, and a row written since its address was read is not found, so the
+    /// whole call writes nothing (RWL01) and the batch is left to the completion statement.
+    func testTheDoneFunctionWritesOnlyTheBatchsOwnRowsWhateverAddressesItIsGiven() async throws {
+        let url = try await TestDatabase.fresh()
+        let connection = try await PostgresConnection.connect(url)
+        try await connection.insertReceiptJobs(4)
+        _ = try await connection.query("UPDATE iap.jobs SET state = 'running', attempts = 1, leased_by = 'w', lease_expires_at = now() + interval '1 hour'")
+        let claimed = try await connection.query("SELECT id, ctid FROM iap.job_queue ORDER BY id")
+        let ids = try claimed.map { try $0.decode(Int.self, at: 0) }
+        let versions = try claimed.map { try $0.decode(PostgresTID.self, at: 1) }
+        let store = QueueStore(client: PostgresClient(conninfo: url))
+        func done(_ indexes: [Int], at addresses: [Int]) throws -> PostgresStatement {
+            try XCTUnwrap(store.doneCompletionStatement(
+                indexes.map { CompletionRow(id: ids[$0], state: "done", outcome: "acknowledged", delaySeconds: nil, appleStatus: nil, error: nil, transactionIDs: []) },
+                attempts: indexes.map { _ in 1 }, rowVersions: addresses.map { versions[$0] }, workerID: "w", witness: UUID()))
+        }
+        func refused(_ statement: PostgresStatement) async throws -> String? {
+            do {
+                _ = try await connection.transaction { tx in try await tx.pipeline([statement]) }
+                return nil
+            } catch let error as PostgresError {
+                return error.sqlState
+            }
+        }
+        func states() async throws -> [String] {
+            try await connection.query("SELECT state FROM iap.job_queue ORDER BY id").map { try $0.decode(String.self, at: 0) }
+        }
+        XCTAssertNil(store.doneCompletionStatement([CompletionRow(id: ids[0], state: "done", outcome: "acknowledged", delaySeconds: nil, appleStatus: nil,
+                                                                  error: nil, transactionIDs: [])],
+                                                   attempts: [1], rowVersions: [nil], workerID: "w", witness: UUID()),
+                     "a row whose version is not known goes to the completion statement")
+
+        // Jobs 0 and 1 at the addresses of jobs 2 and 3 (leased to the same worker): nothing written.
+        let misaddressed = try await refused(try done([0, 1], at: [2, 3]))
+        XCTAssertEqual(misaddressed, QueueStore.leaseLostState)
+        let afterMisaddressed = try await states()
+        XCTAssertEqual(afterMisaddressed, ["running", "running", "running", "running"])
+
+        // Their own addresses in another order: both written.
+        let swapped = try await refused(try done([1, 0], at: [0, 1]))
+        XCTAssertNil(swapped)
+        let afterSwapped = try await states()
+        XCTAssertEqual(afterSwapped, ["done", "done", "running", "running"])
+
+        // Job 2's row written since its address was read (still leased here): not found there, so
+        // nothing is written; the completion statement, by key, writes both.
+        _ = try await connection.query("UPDATE iap.job_queue SET sweeps = sweeps WHERE id = $1", [ids[2]])
+        let moved = try await refused(try done([2, 3], at: [2, 3]))
+        XCTAssertEqual(moved, QueueStore.leaseLostState)
+        let afterMoved = try await states()
+        XCTAssertEqual(afterMoved, ["done", "done", "running", "running"])
+        let byKey = try XCTUnwrap(store.completionStatement([2, 3].map {
+            CompletionRow(id: ids[$0], state: "done", outcome: "acknowledged", delaySeconds: nil, appleStatus: nil, error: nil, transactionIDs: [])
+        }, workerID: "w", witness: UUID()))
+        let reply = try await connection.transaction { tx in try await tx.pipeline([byKey])[0] }
+        XCTAssertEqual(try QueueStore.written(reply).count, 2)
+        let afterByKey = try await states()
+        XCTAssertEqual(afterByKey, ["done", "done", "done", "done"])
         await connection.close()
     }
 

@@ -72,7 +72,7 @@ final class JobFinishesLogTests: XCTestCase {
         await fixture.client.close()
     }
 
-    /// Migration 0041: a batch of `done` results is written by `iap.complete_done_jobs`, which
+    /// Migrations 0041–0042: a batch of `done` results is written by `iap.complete_done_jobs`, which
     /// writes nothing when a lease of the batch was lost; the batch is then written by the
     /// completion statement, and only the jobs still leased are finished, logged and announced.
     func testABatchOfDoneResultsWithALostLeaseFinishesTheRestOnce() async throws {
@@ -115,7 +115,42 @@ final class JobFinishesLogTests: XCTestCase {
         await fixture.client.close()
     }
 
-    /// A worker of the new build on a database not yet migrated to 0041 (rolled out before
+    /// Migration 0042: the function finds a batch's rows by the row versions the claim returned.
+    /// A row written since (here by hand; its lease untouched) is not found there: the batch is
+    /// written again by the completion statement, by key, and every job finishes once, none lost.
+    func testABatchOfDoneResultsWithARowWrittenSinceItsClaimFinishesEveryJobOnce() async throws {
+        let fixture = try await QueueFixture.make()
+        try await fixture.enqueue(5)
+        let started = Atomic<Int>(0)
+        let release = Atomic<Bool>(false)
+        let worker = fixture.worker(ScriptedHandler { _ in
+            started.add(1, ordering: .relaxed)
+            while !release.load(ordering: .relaxed) { try? await Task.sleep(for: .milliseconds(10)) }
+            return .finish(.done, "credited", transactionIDs: [])
+        }) {
+            $0.concurrency = 5
+            $0.claimBatch = 5
+            $0.completionLinger = 0.2
+        }
+        let run = Task { await worker.run() }
+        let allStarted = try await fixture.eventually { started.load(ordering: .relaxed) == 5 }
+        XCTAssertTrue(allStarted)
+        _ = try await fixture.client.query("UPDATE iap.job_queue SET sweeps = sweeps WHERE id = (SELECT min(id) FROM iap.job_queue)")
+        release.store(true, ordering: .relaxed)
+        let finished = try await fixture.eventually { try await fixture.states()["done"] == 5 }
+        worker.shutdown()
+        await run.value
+        XCTAssertTrue(finished, "\(fixture.logs.lines.joined(separator: "\n"))")
+        let logged = try await Self.counts(fixture.client, "SELECT state, outcome, sum(jobs)::bigint, sum(retried)::bigint FROM iap.job_finishes GROUP BY 1, 2")
+        XCTAssertEqual(logged, ["done/credited": Counted(jobs: 5, retried: 0)])
+        XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=job_finished") }.count, 5)
+        XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=lease_lost") }.count, 0)
+        let witnesses = try await fixture.client.query("SELECT lost_ids FROM iap.commit_witness")
+        XCTAssertEqual(try witnesses.map { try $0.decode([Int].self, at: 0) }, [[]], "one batch, committed once, nothing lost")
+        await fixture.client.close()
+    }
+
+    /// A worker of the new build on a database not yet migrated to 0042 (rolled out before
     /// `migrate`) writes its batches with the completion statement, and says so once.
     func testWithoutTheDoneFunctionBatchesAreWrittenByTheCompletionStatement() async throws {
         let fixture = try await QueueFixture.make()
