@@ -26,12 +26,20 @@ public struct QueueBenchmark: Sendable {
             _ = try await client.query(Self.emptyQueueSQL)
             BenchReport.line("queue", "setup", ["database": cluster == nil ? "DATABASE_URL" : "private cluster (fsync=off)", "cores": "\(ProcessInfo.processInfo.activeProcessorCount)"])
 
+            // The worker's pool lives across the rounds, as a running worker's sessions do, and has
+            // drained a queue before the first: a session's first claims and completions load the
+            // catalog, plan the statements and map the shared buffers the queue's pages sit in,
+            // which a worker pays once, not per drain. The yardstick runs on this client's sessions,
+            // warm from the loads and every phase before it.
+            let direct = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-bench-worker")
+            let workerClient = PostgresClient(configuration: direct, maxConnections: context.databasePoolSize)
+            try await warmUp(workerClient, checkedBy: client, listenURL: url, concurrency: concurrency, claimBatch: claimBatch)
+
             let enqueueRate = try await enqueue(client, count: jobs, tag: "a")
             BenchReport.line("queue", "enqueue", ["enqueue_jobs_per_s": BenchReport.figure(enqueueRate), "jobs": "\(jobs)", "via": "COPY+INSERT..SELECT"])
 
             // Rounds, each a drain then the lean ceiling: this machine's speed drifts between
             // minutes, so a ratio is taken within a round and the median of the rounds reported.
-            let direct = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-bench-worker")
             let statistics = StatementStatistics(client: client)
             let activity = TableActivity(client: client, table: "iap.job_queue")
             let server = await DatabaseServerCPU.locate(client)
@@ -48,7 +56,7 @@ public struct QueueBenchmark: Sendable {
                     _ = try await enqueue(client, count: jobs, tag: "a\(round)")
                 }
                 let before = try await activity.read()
-                let (drain, drainCPU) = try await drainInProcess(client, worker: direct, listenURL: url, jobs: jobs, concurrency: concurrency,
+                let (drain, drainCPU) = try await drainInProcess(client, worker: workerClient, listenURL: url, jobs: jobs, concurrency: concurrency,
                                                                  claimBatch: claimBatch, server: server)
                 cost.add(before, try await activity.read())
                 // The drain's dead row versions vacuumed now, outside both timings: left to autovacuum,
@@ -95,6 +103,7 @@ public struct QueueBenchmark: Sendable {
             BenchReport.line("queue", "drain_cost", cost.fields(jobs: jobs * rounds.count)
                              + (counting ? await statementCost(statistics, claim: "claim", completion: "completion")
                                          : [("statement_times", "unavailable (pg_stat_statements not loaded)")]))
+            await workerClient.close()
             if context.decimals["yardstick"] != nil {
                 await client.close()
                 return 0
@@ -122,7 +131,8 @@ public struct QueueBenchmark: Sendable {
             _ = try await enqueue(client, count: jobs, tag: "u")
             var unnamed = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-bench-worker")
             unnamed.preparedStatements = .off
-            let (unnamedDrain, _) = try await drainInProcess(client, worker: unnamed, listenURL: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
+            let (unnamedDrain, _) = try await drainInProcess(client, worker: try await freshPool(unnamed), listenURL: url, jobs: jobs,
+                                                             concurrency: concurrency, claimBatch: claimBatch, closing: true)
             BenchReport.line("queue", "drain_unnamed_statements", ["drain_jobs_per_s": BenchReport.figure(unnamedDrain),
                              "drain_to_ceiling_ratio": String(format: "%.2f", unnamedDrain / ceiling),
                              "vs_prepared": String(format: "%.2f", unnamedDrain / drain)])
@@ -131,7 +141,8 @@ public struct QueueBenchmark: Sendable {
                 defer { bouncer.stop() }
                 _ = try await enqueue(client, count: jobs, tag: "p")
                 let pooled = PostgresConfiguration(conninfo: bouncer.url(replacingIn: url), applicationName: "receipt-worker-bench-worker")
-                let (pooledDrain, _) = try await drainInProcess(client, worker: pooled, listenURL: url, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
+                let (pooledDrain, _) = try await drainInProcess(client, worker: try await freshPool(pooled), listenURL: url, jobs: jobs,
+                                                                concurrency: concurrency, claimBatch: claimBatch, closing: true)
                 BenchReport.line("queue", "drain_pgbouncer", ["drain_jobs_per_s": BenchReport.figure(pooledDrain),
                                  "drain_to_ceiling_ratio": String(format: "%.2f", pooledDrain / ceiling),
                                  "pool_mode": "transaction", "listen": "direct"])
@@ -208,27 +219,41 @@ public struct QueueBenchmark: Sendable {
 
     private func quietLogger() -> Logger { Logger(minimumLevel: .warning, sink: StandardOutputSink()) }
 
-    /// One in-process worker with the default pool, its sessions made from `worker`: jobs per
-    /// second, and the CPU per job of this process and of `server` (from the worker's start to,
-    /// when a server is read, a second after its sessions are closed, so that their counters
-    /// have landed).
-    ///
-    /// The pool's sessions are opened before the clock and the CPU counters start, as the
-    /// yardstick's and the lean ceiling's are: a worker that is already running has them open.
-    /// Opened by the worker (a server process started for each), its first claim came back
-    /// 28–97 ms after its start, in drains of 1.0–1.3 s.
-    private func drainInProcess(_ client: PostgresClient, worker database: PostgresConfiguration, listenURL: String, jobs: Int,
-                                concurrency: Int, claimBatch: Int, server: DatabaseServerCPU? = nil) async throws -> (Double, CPUPerJob) {
+    /// One in-process worker on the pool `worker`: jobs per second, and the CPU per job of this
+    /// process and of `server` (from the worker's start to, when a server is read, a second after
+    /// it stopped, so that the counters of sessions it closed have landed). With `closing`, the
+    /// pool is closed when the worker has stopped.
+    private func drainInProcess(_ client: PostgresClient, worker workerClient: PostgresClient, listenURL: String, jobs: Int,
+                                concurrency: Int, claimBatch: Int, server: DatabaseServerCPU? = nil,
+                                closing: Bool = false) async throws -> (Double, CPUPerJob) {
         var configuration = QueueConfiguration()
         configuration.concurrency = concurrency
         configuration.claimBatch = claimBatch
-        let workerClient = PostgresClient(configuration: database, maxConnections: context.databasePoolSize)
-        try await openEverySession(workerClient)
         return try await CPUPerJob.measure(jobs: jobs, server: server) {
             let rate = try await drain(workerClient, jobs: jobs, configuration: configuration, listenURL: listenURL, checkedBy: client)
+            if closing { await workerClient.close() }
             if server != nil { try await Task.sleep(for: .milliseconds(1_100)) } // the worker's sessions are closed; let their counters land
             return rate
         }
+    }
+
+    /// A pool of the default size with every session open, as a worker that is already running
+    /// has them; opened by the worker, its first claim came back 28–97 ms after its start, in
+    /// drains of 1.0–1.3 s.
+    private func freshPool(_ database: PostgresConfiguration) async throws -> PostgresClient {
+        let pool = PostgresClient(configuration: database, maxConnections: context.databasePoolSize)
+        try await openEverySession(pool)
+        return pool
+    }
+
+    /// `workerClient`'s sessions opened and used by an unmeasured drain, then the queue emptied.
+    private func warmUp(_ workerClient: PostgresClient, checkedBy client: PostgresClient, listenURL: String, concurrency: Int,
+                        claimBatch: Int) async throws {
+        try await openEverySession(workerClient)
+        let jobs = 20_000
+        _ = try await enqueue(client, count: jobs, tag: "warm")
+        _ = try await drainInProcess(client, worker: workerClient, listenURL: listenURL, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
+        _ = try await client.query(Self.emptyQueueSQL)
     }
 
     /// Every session of `client`'s pool opened, each kept busy long enough that the next needs
@@ -264,7 +289,6 @@ public struct QueueBenchmark: Sendable {
         let seconds = (ContinuousClock.now - started).seconds
         worker.shutdown()
         await run.value
-        await workerClient.close()
         return Double(jobs) / seconds
     }
 
