@@ -15,25 +15,31 @@ public struct PostgresTID: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension PostgresTID: PostgresTextDecodable {
+    /// A claim decodes one per job: the bytes are read in place, digit by digit.
     public init?(postgresText text: String) {
-        var block: UInt64 = 0, offset: UInt64 = 0
-        var digits = 0
-        var part = 0 // 0: before "(", 1: the block, 2: the offset, 3: after ")"
-        for byte in text.utf8 {
-            switch (part, byte) {
-            case (0, UInt8(ascii: "(")): part = 1
-            case (1, UInt8(ascii: ",")) where digits > 0: (part, digits) = (2, 0)
-            case (2, UInt8(ascii: ")")) where digits > 0: part = 3
-            case (1, UInt8(ascii: "0")...UInt8(ascii: "9")), (2, UInt8(ascii: "0")...UInt8(ascii: "9")):
-                let digit = UInt64(byte - UInt8(ascii: "0"))
-                if part == 1 { block = block * 10 + digit } else { offset = offset * 10 + digit }
-                digits += 1
-                guard digits <= 10, block <= UInt64(UInt32.max), offset <= UInt64(UInt16.max) else { return nil }
-            default: return nil
+        var text = text
+        guard let (block, offset) = text.withUTF8({ Self.parse($0) }) else { return nil }
+        self.init(block: block, offset: offset)
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> (UInt32, UInt16)? {
+        guard bytes.count >= 5, bytes[0] == UInt8(ascii: "("), bytes[bytes.count - 1] == UInt8(ascii: ")") else { return nil }
+        var index = 1
+        func number(upTo limit: UInt64, endingAt end: Int) -> UInt64? {
+            var value: UInt64 = 0
+            let start = index
+            while index < end, bytes[index] != UInt8(ascii: ",") {
+                let digit = bytes[index] &- UInt8(ascii: "0")
+                guard digit < 10, index - start < 10 else { return nil }
+                value = value * 10 + UInt64(digit)
+                index += 1
             }
+            return index > start && value <= limit ? value : nil
         }
-        guard part == 3 else { return nil }
-        self.init(block: UInt32(block), offset: UInt16(offset))
+        guard let block = number(upTo: UInt64(UInt32.max), endingAt: bytes.count - 1), index < bytes.count - 1 else { return nil }
+        index += 1 // the comma
+        guard let offset = number(upTo: UInt64(UInt16.max), endingAt: bytes.count - 1), index == bytes.count - 1 else { return nil }
+        return (UInt32(block), UInt16(offset))
     }
 }
 

@@ -108,13 +108,14 @@ public struct QueueStore: Sendable {
         var jobs: [ClaimedJob] = []
         jobs.reserveCapacity(rows.count)
         var missing: [Int] = []
+        let leaseID = try rows.first?.decode(Int?.self, at: 7) ?? nil // the claim's one lease row, on every row
         for row in rows {
             let id = try row.decode(Int.self, at: 0)
             let payload = try row.decode(String?.self, at: 5) ?? cached?.take(id, epoch: epoch)
             if payload == nil { missing.append(id) }
             jobs.append(ClaimedJob(id: id, kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
                                    productID: try row.decode(at: 4), payload: payload ?? "", attempts: try row.decode(at: 6),
-                                   leaseID: try row.decode(at: 7), rowVersion: try row.decode(at: 8), sessionEpoch: epoch))
+                                   leaseID: leaseID, rowVersion: try row.decode(at: 8), sessionEpoch: epoch))
         }
         if !missing.isEmpty {
             var payloads: [Int: String] = [:]

@@ -229,20 +229,24 @@ public final class QueueWorker: Sendable {
     /// cancelled (by the deadline watchdog or the shutdown, for the job it was running).
     /// The clock is read once per job: a job's end is the next one's start (what lies between is
     /// this taker's bookkeeping, microseconds); two reads were a twentieth of a no-op job's CPU.
+    /// Whether the task was cancelled is read once per job, after its verification.
     private func take(_ jobs: [ClaimedJob], from claim: RunningJobs.Claim, as taker: Int) async {
         var started = ContinuousClock.now
-        while !Task.isCancelled, let slot = running.withLock({ $0.take(from: claim, by: taker) }) {
+        var cancelled = Task.isCancelled
+        while !cancelled, let slot = running.withLock({ $0.take(from: claim, by: taker) }) {
             let job = jobs[slot.index]
             logger.debug("job_claimed", ["job_id": .int(job.id), "kind": .string(job.kind), "attempt": .int(job.attempts)])
-            started = await runJob(job, slot, started: started)
+            (started, cancelled) = await runJob(job, slot, started: started)
         }
     }
 
     // The verification's frame is allocated for the whole wait on Apple (10,000 jobs in flight hold
     // 10,000 of them), so only the wait is async; what follows runs in a synchronous function.
-    private func runJob(_ job: ClaimedJob, _ slot: RunningJobs.Slot, started: ContinuousClock.Instant) async -> ContinuousClock.Instant {
+    private func runJob(_ job: ClaimedJob, _ slot: RunningJobs.Slot,
+                        started: ContinuousClock.Instant) async -> (ended: ContinuousClock.Instant, cancelled: Bool) {
         let verification = await verify(job)
-        return jobVerified(job, slot, verification, interrupted: Task.isCancelled, after: started)
+        let cancelled = Task.isCancelled
+        return (jobVerified(job, slot, verification, interrupted: cancelled, after: started), cancelled)
     }
 
     /// Returns when the job ended.
