@@ -229,12 +229,16 @@ public struct QueueBenchmark: Sendable {
         var configuration = QueueConfiguration()
         configuration.concurrency = concurrency
         configuration.claimBatch = claimBatch
-        return try await CPUPerJob.measure(jobs: jobs, server: server) {
+        let measured = try await CPUPerJob.measure(jobs: jobs, server: server) {
             let rate = try await drain(workerClient, jobs: jobs, configuration: configuration, listenURL: listenURL, checkedBy: client)
             if closing { await workerClient.close() }
             if server != nil { try await Task.sleep(for: .milliseconds(1_100)) } // the worker's sessions are closed; let their counters land
             return rate
         }
+        // Sessions kept open send their table statistics (`drain_cost`'s updates) at most every
+        // second, and when idle only ten seconds later: asked to now (PostgreSQL 15 and later).
+        if !closing { try? await onEverySession(workerClient, "SELECT pg_stat_force_next_flush(), pg_sleep(0.02)") }
+        return measured
     }
 
     /// A pool of the default size with every session open, as a worker that is already running
@@ -242,26 +246,26 @@ public struct QueueBenchmark: Sendable {
     /// drains of 1.0–1.3 s.
     private func freshPool(_ database: PostgresConfiguration) async throws -> PostgresClient {
         let pool = PostgresClient(configuration: database, maxConnections: context.databasePoolSize)
-        try await openEverySession(pool)
+        try await onEverySession(pool)
         return pool
     }
 
     /// `workerClient`'s sessions opened and used by an unmeasured drain, then the queue emptied.
     private func warmUp(_ workerClient: PostgresClient, checkedBy client: PostgresClient, listenURL: String, concurrency: Int,
                         claimBatch: Int) async throws {
-        try await openEverySession(workerClient)
+        try await onEverySession(workerClient)
         let jobs = 20_000
         _ = try await enqueue(client, count: jobs, tag: "warm")
         _ = try await drainInProcess(client, worker: workerClient, listenURL: listenURL, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
         _ = try await client.query(Self.emptyQueueSQL)
     }
 
-    /// Every session of `client`'s pool opened, each kept busy long enough that the next needs
-    /// a session of its own.
-    private func openEverySession(_ client: PostgresClient) async throws {
+    /// `sql` run on every session of `client`'s pool (opening those not yet open), each kept busy
+    /// long enough that the next needs a session of its own.
+    private func onEverySession(_ client: PostgresClient, _ sql: String = "SELECT pg_sleep(0.02)") async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<client.maxConnections {
-                group.addTask { _ = try await client.withConnection { try await $0.query("SELECT pg_sleep(0.02)") } }
+                group.addTask { _ = try await client.withConnection { try await $0.query(sql) } }
             }
             try await group.waitForAll()
         }
