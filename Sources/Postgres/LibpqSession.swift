@@ -324,21 +324,38 @@ final class LibpqSession {
             let rowCount = Int(PQntuples(result))
             let columnCount = Int(PQnfields(result))
             let columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
-            var values: [String?] = []
-            values.reserveCapacity(rowCount * columnCount)
+            let cells = rowCount * columnCount
+            var starts: [Int32] = [], counts: [Int32] = []
+            starts.reserveCapacity(cells)
+            counts.reserveCapacity(cells)
+            var size = 0
             for row in 0..<Int32(rowCount) {
                 for column in 0..<Int32(columnCount) {
-                    guard PQgetisnull(result, row, column) == 0, let cell = PQgetvalue(result, row, column) else {
-                        values.append(nil)
-                        continue
-                    }
-                    let length = Int(PQgetlength(result, row, column))
-                    values.append(cell.withMemoryRebound(to: UInt8.self, capacity: length) {
-                        String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
-                    })
+                    let isNull = PQgetisnull(result, row, column) != 0
+                    let length = isNull ? -1 : Int(PQgetlength(result, row, column))
+                    starts.append(Int32(size))
+                    counts.append(Int32(length))
+                    size += max(0, length)
                 }
             }
-            return PostgresRows(columns: columns, values: values, rowCount: rowCount, affectedRows: rowCount)
+            // Cells of a result are limited to 1 GB each, but not their sum: past Int32 offsets, refuse.
+            guard size <= Int(Int32.max) else { throw PostgresError(kind: .client, message: "a result of \(size) bytes is too large") }
+            let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+                var cell = 0
+                for row in 0..<Int32(rowCount) {
+                    for column in 0..<Int32(columnCount) {
+                        defer { cell += 1 }
+                        let length = Int(counts[cell])
+                        guard length > 0, let value = PQgetvalue(result, row, column) else { continue }
+                        value.withMemoryRebound(to: UInt8.self, capacity: length) {
+                            (buffer.baseAddress! + Int(starts[cell])).initialize(from: $0, count: length)
+                        }
+                    }
+                }
+                initialized = size
+            }
+            return PostgresRows(columns: columns, storage: PostgresRows.Storage(bytes: bytes, starts: starts, counts: counts),
+                                rowCount: rowCount, affectedRows: rowCount)
         case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_COPY_IN, PGRES_COPY_OUT:
             let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
             return PostgresRows(affectedRows: affected, commandTag: String(cString: PQcmdStatus(result)))

@@ -22,6 +22,12 @@ extension PostgresTID: PostgresTextDecodable {
         self.init(block: block, offset: offset)
     }
 
+    public static func decode(postgresBytes bytes: UnsafeBufferPointer<UInt8>?, column: String) throws -> PostgresTID {
+        guard let bytes else { throw PostgresError(kind: .client, message: "column \(column) is NULL, expected PostgresTID") }
+        guard let (block, offset) = parse(bytes) else { throw PostgresError(kind: .client, message: "column \(column) is not a PostgresTID") }
+        return PostgresTID(block: block, offset: offset)
+    }
+
     private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> (UInt32, UInt16)? {
         guard bytes.count >= 5, bytes[0] == UInt8(ascii: "("), bytes[bytes.count - 1] == UInt8(ascii: ")") else { return nil }
         var index = 1
