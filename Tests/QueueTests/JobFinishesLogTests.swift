@@ -77,32 +77,15 @@ final class JobFinishesLogTests: XCTestCase {
     /// completion statement, and only the jobs still leased are finished, logged and announced.
     func testABatchOfDoneResultsWithALostLeaseFinishesTheRestOnce() async throws {
         let fixture = try await QueueFixture.make()
-        try await fixture.enqueue(5)
-        let started = Atomic<Int>(0)
-        let release = Atomic<Bool>(false)
-        let worker = fixture.worker(ScriptedHandler { _ in
-            started.add(1, ordering: .relaxed)
-            while !release.load(ordering: .relaxed) { try? await Task.sleep(for: .milliseconds(10)) }
-            return .finish(.done, "credited", transactionIDs: [])
-        }) {
-            $0.concurrency = 5
-            $0.claimBatch = 5
-            $0.completionLinger = 0.2
-        }
-        let run = Task { await worker.run() }
-        let allStarted = try await fixture.eventually { started.load(ordering: .relaxed) == 5 }
-        XCTAssertTrue(allStarted)
-        // One job's lease passes to another worker (as after an expiry and a rescue) while it runs here.
-        let stolen = try await fixture.client.query("""
-            UPDATE iap.job_queue SET leased_by = 'other', lease_expires_at = now() + interval '30 seconds'
-            WHERE id = (SELECT min(id) FROM iap.job_queue) RETURNING id
-            """)[0].decode(Int.self, at: 0)
-        release.store(true, ordering: .relaxed)
-        let finished = try await fixture.eventually { try await fixture.states()["done"] == 4 }
-        let lost = try await fixture.eventually(10) { fixture.logs.lines.contains { $0.contains("event=lease_lost") } }
-        worker.shutdown()
-        await run.value
-        XCTAssertTrue(finished && lost, "\(fixture.logs.lines.joined(separator: "\n"))")
+        var stolen = 0
+        let finished = try await runFiveHeldJobs(fixture, meanwhile: {
+            // One job's lease passes to another worker (as after an expiry and a rescue) while it runs here.
+            stolen = try await fixture.client.query("""
+                UPDATE iap.job_queue SET leased_by = 'other', lease_expires_at = now() + interval '30 seconds'
+                WHERE id = (SELECT min(id) FROM iap.job_queue) RETURNING id
+                """)[0].decode(Int.self, at: 0)
+        }, until: { try await fixture.states()["done"] == 4 && fixture.logs.lines.contains { $0.contains("event=lease_lost") } })
+        XCTAssertTrue(finished, "\(fixture.logs.lines.joined(separator: "\n"))")
         let logged = try await Self.counts(fixture.client, "SELECT state, outcome, sum(jobs)::bigint, sum(retried)::bigint FROM iap.job_finishes GROUP BY 1, 2")
         XCTAssertEqual(logged, ["done/credited": Counted(jobs: 4, retried: 0)])
         XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=job_finished") }.count, 4)
@@ -120,6 +103,23 @@ final class JobFinishesLogTests: XCTestCase {
     /// written again by the completion statement, by key, and every job finishes once, none lost.
     func testABatchOfDoneResultsWithARowWrittenSinceItsClaimFinishesEveryJobOnce() async throws {
         let fixture = try await QueueFixture.make()
+        let finished = try await runFiveHeldJobs(fixture, meanwhile: {
+            _ = try await fixture.client.query("UPDATE iap.job_queue SET sweeps = sweeps WHERE id = (SELECT min(id) FROM iap.job_queue)")
+        }, until: { try await fixture.states()["done"] == 5 })
+        XCTAssertTrue(finished, "\(fixture.logs.lines.joined(separator: "\n"))")
+        let logged = try await Self.counts(fixture.client, "SELECT state, outcome, sum(jobs)::bigint, sum(retried)::bigint FROM iap.job_finishes GROUP BY 1, 2")
+        XCTAssertEqual(logged, ["done/credited": Counted(jobs: 5, retried: 0)])
+        XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=job_finished") }.count, 5)
+        XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=lease_lost") }.count, 0)
+        let witnesses = try await fixture.client.query("SELECT lost_ids FROM iap.commit_witness")
+        XCTAssertEqual(try witnesses.map { try $0.decode([Int].self, at: 0) }, [[]], "one batch, committed once, nothing lost")
+        await fixture.client.close()
+    }
+
+    /// Five jobs claimed in one batch and held running while `meanwhile` runs, then all finished
+    /// `done`; the worker stops once `until` holds (true) or after 30 s (false).
+    private func runFiveHeldJobs(_ fixture: QueueFixture, meanwhile: () async throws -> Void,
+                                 until finished: () async throws -> Bool) async throws -> Bool {
         try await fixture.enqueue(5)
         let started = Atomic<Int>(0)
         let release = Atomic<Bool>(false)
@@ -135,19 +135,12 @@ final class JobFinishesLogTests: XCTestCase {
         let run = Task { await worker.run() }
         let allStarted = try await fixture.eventually { started.load(ordering: .relaxed) == 5 }
         XCTAssertTrue(allStarted)
-        _ = try await fixture.client.query("UPDATE iap.job_queue SET sweeps = sweeps WHERE id = (SELECT min(id) FROM iap.job_queue)")
+        try await meanwhile()
         release.store(true, ordering: .relaxed)
-        let finished = try await fixture.eventually { try await fixture.states()["done"] == 5 }
+        let done = try await fixture.eventually { try await finished() }
         worker.shutdown()
         await run.value
-        XCTAssertTrue(finished, "\(fixture.logs.lines.joined(separator: "\n"))")
-        let logged = try await Self.counts(fixture.client, "SELECT state, outcome, sum(jobs)::bigint, sum(retried)::bigint FROM iap.job_finishes GROUP BY 1, 2")
-        XCTAssertEqual(logged, ["done/credited": Counted(jobs: 5, retried: 0)])
-        XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=job_finished") }.count, 5)
-        XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=lease_lost") }.count, 0)
-        let witnesses = try await fixture.client.query("SELECT lost_ids FROM iap.commit_witness")
-        XCTAssertEqual(try witnesses.map { try $0.decode([Int].self, at: 0) }, [[]], "one batch, committed once, nothing lost")
-        await fixture.client.close()
+        return done
     }
 
     /// A worker of the new build on a database not yet migrated to 0042 (rolled out before
