@@ -62,14 +62,7 @@ public struct PostgresRow: Sendable {
     }
 
     /// This row's cells as text (a copy).
-    public var cells: [String?] {
-        (base..<base + columns.count).map { cell in
-            storage.counts[cell] < 0 ? nil : storage.bytes.withUnsafeBufferPointer {
-                String(decoding: UnsafeBufferPointer(rebasing: $0[Int(storage.starts[cell])..<Int(storage.starts[cell] + storage.counts[cell])]),
-                       as: UTF8.self)
-            }
-        }
-    }
+    public var cells: [String?] { columns.indices.map { (try? decode(String?.self, at: $0)) ?? nil } }
 
     public func column(named name: String) throws -> Int {
         guard let index = columns.firstIndex(of: name) else {

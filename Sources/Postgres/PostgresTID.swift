@@ -28,24 +28,17 @@ extension PostgresTID: PostgresTextDecodable {
         return PostgresTID(block: block, offset: offset)
     }
 
+    /// `(block,offset)`: two unsigned numbers in parentheses, read with the integer cells' reader.
     private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> (UInt32, UInt16)? {
-        guard bytes.count >= 5, bytes[0] == UInt8(ascii: "("), bytes[bytes.count - 1] == UInt8(ascii: ")") else { return nil }
-        var index = 1
-        func number(upTo limit: UInt64, endingAt end: Int) -> UInt64? {
-            var value: UInt64 = 0
-            let start = index
-            while index < end, bytes[index] != UInt8(ascii: ",") {
-                let digit = bytes[index] &- UInt8(ascii: "0")
-                guard digit < 10, index - start < 10 else { return nil }
-                value = value * 10 + UInt64(digit)
-                index += 1
-            }
-            return index > start && value <= limit ? value : nil
+        guard bytes.count >= 5, bytes[0] == UInt8(ascii: "("), bytes[bytes.count - 1] == UInt8(ascii: ")"),
+              let comma = bytes.firstIndex(of: UInt8(ascii: ",")) else { return nil }
+        func number(_ range: Range<Int>) -> Int? {
+            guard let first = range.first, bytes[first] != UInt8(ascii: "-"), bytes[first] != UInt8(ascii: "+") else { return nil }
+            return PostgresInteger.parse(UnsafeBufferPointer(rebasing: bytes[range]))
         }
-        guard let block = number(upTo: UInt64(UInt32.max), endingAt: bytes.count - 1), index < bytes.count - 1 else { return nil }
-        index += 1 // the comma
-        guard let offset = number(upTo: UInt64(UInt16.max), endingAt: bytes.count - 1), index == bytes.count - 1 else { return nil }
-        return (UInt32(block), UInt16(offset))
+        guard let block = number(1..<comma).flatMap(UInt32.init(exactly:)),
+              let offset = number(comma + 1..<bytes.count - 1).flatMap(UInt16.init(exactly:)) else { return nil }
+        return (block, offset)
     }
 }
 
@@ -60,26 +53,12 @@ enum PostgresTIDArray {
     static let elementType: UInt32 = 27
 
     static func bind(_ items: [PostgresTID]) -> PostgresBind {
-        var out: [UInt8] = []
-        out.reserveCapacity(20 + items.count * 10)
-        // Header: dimensions, the has-null flag, the element type; then the one dimension's
-        // length and lower bound. An empty array is zero dimensions.
-        append(UInt32(items.isEmpty ? 0 : 1), to: &out)
-        append(UInt32(0), to: &out)
-        append(elementType, to: &out)
-        if !items.isEmpty {
-            append(UInt32(items.count), to: &out)
-            append(UInt32(1), to: &out)
-        }
+        var out = PostgresBinaryArray.start(count: items.count, hasNull: false, elementType: elementType, reserving: 20 + items.count * 10)
         for item in items {
-            append(UInt32(6), to: &out)
-            append(item.block, to: &out)
-            withUnsafeBytes(of: item.offset.bigEndian) { out.append(contentsOf: $0) }
+            PostgresBinaryArray.append(Int32(6), to: &out)
+            PostgresBinaryArray.append(item.block, to: &out)
+            PostgresBinaryArray.append(item.offset, to: &out)
         }
         return PostgresBind(binary: out)
-    }
-
-    private static func append(_ value: UInt32, to out: inout [UInt8]) {
-        withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
     }
 }

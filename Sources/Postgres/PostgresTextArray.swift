@@ -16,26 +16,35 @@ enum PostgresTextArray {
             if item.containsNUL { return PostgresBind(utf8Text: PostgresArrayLiteral.encode(items)) }
             size += 4 + item.utf8.count
         }
-        var out: [UInt8] = []
-        out.reserveCapacity(size)
-        // Header: dimensions, the has-null flag, the element type; then the one dimension's
-        // length and lower bound. An empty array is zero dimensions.
-        append(Int32(items.isEmpty ? 0 : 1), to: &out)
-        append(Int32(hasNull ? 1 : 0), to: &out)
-        append(Int32(bitPattern: elementType), to: &out)
-        if !items.isEmpty {
-            append(Int32(items.count), to: &out)
-            append(Int32(1), to: &out)
-        }
+        var out = PostgresBinaryArray.start(count: items.count, hasNull: hasNull, elementType: elementType, reserving: size)
         for item in items {
-            guard let item else { append(Int32(-1), to: &out); continue }
-            append(Int32(item.utf8.count), to: &out)
+            guard let item else { PostgresBinaryArray.append(Int32(-1), to: &out); continue }
+            PostgresBinaryArray.append(Int32(item.utf8.count), to: &out)
             out.append(contentsOf: item.utf8)
         }
         return PostgresBind(binary: out)
     }
+}
 
-    private static func append(_ value: Int32, to out: inout [UInt8]) {
+/// PostgreSQL's binary array format (what `array_recv` reads), shared by the array binders.
+enum PostgresBinaryArray {
+    /// The header of a one-dimensional array of `count` elements: dimensions, the has-null flag,
+    /// the element type, then the dimension's length and lower bound (an empty array has no
+    /// dimension). The elements follow, each its length then its bytes (-1: NULL).
+    static func start(count: Int, hasNull: Bool, elementType: UInt32, reserving size: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(size)
+        append(Int32(count == 0 ? 0 : 1), to: &out)
+        append(Int32(hasNull ? 1 : 0), to: &out)
+        append(Int32(bitPattern: elementType), to: &out)
+        if count > 0 {
+            append(Int32(count), to: &out)
+            append(Int32(1), to: &out)
+        }
+        return out
+    }
+
+    static func append<Value: FixedWidthInteger>(_ value: Value, to out: inout [UInt8]) {
         withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
     }
 }

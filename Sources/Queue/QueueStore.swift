@@ -363,14 +363,9 @@ public struct QueueStore: Sendable {
     /// `completionStatement`. Nil for any other batch, or when a row's version is not known.
     func doneCompletionStatement(_ rows: [CompletionRow], attempts: [Int], rowVersions: [PostgresTID?], workerID: String,
                                  witness: UUID) -> PostgresStatement? {
-        guard !rows.isEmpty, rows.count == attempts.count, rows.count == rowVersions.count,
+        let versions = rowVersions.compactMap { $0 }
+        guard !rows.isEmpty, rows.count == attempts.count, rows.count == versions.count, rowVersions.count == versions.count,
               rows.allSatisfy({ $0.state == "done" }) else { return nil }
-        var versions: [PostgresTID] = []
-        versions.reserveCapacity(rowVersions.count)
-        for version in rowVersions {
-            guard let version else { return nil }
-            versions.append(version)
-        }
         var outcomes: [String?] = [], jobs: [Int] = [], retried: [Int] = []
         for (row, attempt) in zip(rows, attempts) {
             let index = outcomes.firstIndex(of: row.outcome) ?? {

@@ -32,7 +32,7 @@ public struct QueueBenchmark: Sendable {
             // which a worker pays once, not per drain. The yardstick runs on this client's sessions,
             // warm from the loads and every phase before it.
             let direct = PostgresConfiguration(conninfo: url, applicationName: "receipt-worker-bench-worker")
-            let workerClient = PostgresClient(configuration: direct, maxConnections: context.databasePoolSize)
+            let workerClient = try await freshPool(direct)
             try await warmUp(workerClient, checkedBy: client, listenURL: url, concurrency: concurrency, claimBatch: claimBatch)
 
             let enqueueRate = try await enqueue(client, count: jobs, tag: "a")
@@ -250,10 +250,9 @@ public struct QueueBenchmark: Sendable {
         return pool
     }
 
-    /// `workerClient`'s sessions opened and used by an unmeasured drain, then the queue emptied.
+    /// `workerClient`'s sessions used by an unmeasured drain, then the queue emptied.
     private func warmUp(_ workerClient: PostgresClient, checkedBy client: PostgresClient, listenURL: String, concurrency: Int,
                         claimBatch: Int) async throws {
-        try await onEverySession(workerClient)
         let jobs = 20_000
         _ = try await enqueue(client, count: jobs, tag: "warm")
         _ = try await drainInProcess(client, worker: workerClient, listenURL: listenURL, jobs: jobs, concurrency: concurrency, claimBatch: claimBatch)
