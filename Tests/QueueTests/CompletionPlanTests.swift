@@ -81,8 +81,46 @@ final class CompletionPlanTests: XCTestCase {
 
     /// `iap.complete_done_jobs` (migration 0042) holds a copy of the completion's UPDATE: a batch of
     /// `done` results of every shape comes out of it as out of the completion statement, with
-    /// the same finish counts, reply and witness.
+    /// the same finish counts, reply and witness. A batch of one combination of values without
+    /// transaction ids is written with them as constants (migration 0043); any other by the copy.
     func testTheDoneFunctionWritesWhatTheCompletionStatementWrites() async throws {
+        let mixed = try await doneFunctionAndStatementWrite { id, index in
+            switch index % 3 {
+            case 0: CompletionRow(id: id, state: "done", outcome: "acknowledged", delaySeconds: nil, appleStatus: nil, error: nil, transactionIDs: [])
+            case 1: CompletionRow(id: id, state: "done", outcome: "already_credited", delaySeconds: nil, appleStatus: 0,
+                                  error: "t\(index):already_credited", transactionIDs: ["t\(index)"])
+            default: CompletionRow(id: id, state: "done", outcome: "credited", delaySeconds: nil, appleStatus: 0, error: nil,
+                                   transactionIDs: ["t\(index)", "x"])
+            }
+        }
+        XCTAssertEqual(mixed.jobs[1][4], "t1:already_credited")
+        XCTAssertEqual(mixed.finishes, [["done", "acknowledged", "6", "3"], ["done", "already_credited", "6", "3"], ["done", "credited", "6", "3"]])
+
+        // One combination, no transaction ids: the constants' branch. No Apple status keeps the last one.
+        let keepsStatus = try await doneFunctionAndStatementWrite { id, _ in
+            CompletionRow(id: id, state: "done", outcome: "acknowledged", delaySeconds: nil, appleStatus: nil, error: nil, transactionIDs: [])
+        }
+        XCTAssertEqual(keepsStatus.jobs[0][3], "7")
+        XCTAssertEqual(keepsStatus.jobs[0][5], "{}")
+        XCTAssertEqual(keepsStatus.finishes, [["done", "acknowledged", "18", "9"]])
+        let ownStatus = try await doneFunctionAndStatementWrite { id, _ in
+            CompletionRow(id: id, state: "done", outcome: "invalid_receipt", delaySeconds: nil, appleStatus: 21_002, error: "malformed", transactionIDs: [])
+        }
+        XCTAssertEqual(ownStatus.jobs[0][3], "21002")
+        XCTAssertEqual(ownStatus.jobs[0][4], "malformed")
+
+        // One combination with transaction ids: each row its own, by the copy.
+        let credited = try await doneFunctionAndStatementWrite { id, index in
+            CompletionRow(id: id, state: "done", outcome: "credited", delaySeconds: nil, appleStatus: 0, error: nil, transactionIDs: ["t\(index)"])
+        }
+        XCTAssertEqual(credited.jobs[2][5], "{t2}")
+    }
+
+    /// Nine jobs completed by `iap.complete_done_jobs` (given in reverse order) and the next nine
+    /// with the same results by the completion statement, on a fresh database; asserts that both
+    /// halves were written alike. Returns the jobs' written columns and the finish counts.
+    private func doneFunctionAndStatementWrite(_ row: (_ id: Int, _ index: Int) -> CompletionRow) async throws
+        -> (jobs: [[String?]], finishes: [[String?]]) {
         let url = try await TestDatabase.fresh()
         let connection = try await PostgresConnection.connect(url)
         try await connection.insertReceiptJobs(18)
@@ -90,30 +128,16 @@ final class CompletionPlanTests: XCTestCase {
             UPDATE iap.jobs SET state = 'running', attempts = 1 + (id % 2)::int, apple_status = 7, leased_by = 'w',
                 lease_expires_at = now() + interval '1 hour'
             """)
-        let ids = try await connection.query("SELECT id FROM iap.jobs ORDER BY id").map { try $0.decode(Int.self, at: 0) }
-        func row(_ index: Int) -> CompletionRow {
-            switch index % 3 {
-            case 0: CompletionRow(id: ids[index], state: "done", outcome: "acknowledged", delaySeconds: nil, appleStatus: nil, error: nil, transactionIDs: [])
-            case 1: CompletionRow(id: ids[index], state: "done", outcome: "already_credited", delaySeconds: nil, appleStatus: 0,
-                                  error: "t\(index):already_credited", transactionIDs: ["t\(index)"])
-            default: CompletionRow(id: ids[index], state: "done", outcome: "credited", delaySeconds: nil, appleStatus: 0, error: nil,
-                                   transactionIDs: ["t\(index)", "x"])
-            }
-        }
-        let claimed = try await connection.query("SELECT attempts, ctid FROM iap.job_queue ORDER BY id")
-        let attempts = try claimed.map { try $0.decode(Int.self, at: 0) }
-        let versions = try claimed.map { try $0.decode(PostgresTID.self, at: 1) }
+        let claimed = try await connection.query("SELECT id, attempts, ctid FROM iap.job_queue ORDER BY id")
+        let ids = try claimed.map { try $0.decode(Int.self, at: 0) }
+        let attempts = try claimed.map { try $0.decode(Int.self, at: 1) }
+        let versions = try claimed.map { try $0.decode(PostgresTID.self, at: 2) }
         let store = QueueStore(client: PostgresClient(conninfo: url))
-        let byFunction = try XCTUnwrap(store.doneCompletionStatement((0..<9).reversed().map(row), attempts: (0..<9).reversed().map { attempts[$0] },
+        let byFunction = try XCTUnwrap(store.doneCompletionStatement((0..<9).reversed().map { row(ids[$0], $0) },
+                                                                     attempts: (0..<9).reversed().map { attempts[$0] },
                                                                      rowVersions: (0..<9).reversed().map { versions[$0] }, workerID: "w",
                                                                      witness: UUID()))
-        // The same results for the next nine jobs.
-        let sameForNext = (0..<9).map { index in
-            let shape = row(index)
-            return CompletionRow(id: ids[index + 9], state: shape.state, outcome: shape.outcome, delaySeconds: nil, appleStatus: shape.appleStatus,
-                                 error: shape.error, transactionIDs: shape.transactionIDs)
-        }
-        let byStatement = try XCTUnwrap(store.completionStatement(sameForNext, workerID: "w", witness: UUID()))
+        let byStatement = try XCTUnwrap(store.completionStatement((0..<9).map { row(ids[$0 + 9], $0) }, workerID: "w", witness: UUID()))
         let replies = try await connection.transaction(planning: .reused) { tx in
             [try await tx.pipeline([byFunction])[0], try await tx.pipeline([byStatement])[0]]
         }
@@ -128,14 +152,14 @@ final class CompletionPlanTests: XCTestCase {
         for index in 0..<9 {
             XCTAssertEqual(jobs[index], jobs[index + 9], "job \(index)")
         }
-        XCTAssertEqual(jobs[1][4], "t1:already_credited")
         let finishes = try await connection.query("""
             SELECT state, outcome, sum(jobs)::int, sum(retried)::int FROM iap.job_finishes GROUP BY 1, 2 ORDER BY 2
             """).map { $0.cells }
-        XCTAssertEqual(finishes, [["done", "acknowledged", "6", "3"], ["done", "already_credited", "6", "3"], ["done", "credited", "6", "3"]])
         let witnesses = try await connection.query("SELECT lost_ids FROM iap.commit_witness").map { try $0.decode([Int].self, at: 0) }
         XCTAssertEqual(witnesses, [[], []])
+        await store.client.close()
         await connection.close()
+        return (jobs, finishes)
     }
 
     /// The function finds its rows by the row versions it is given, but writes only the batch's
