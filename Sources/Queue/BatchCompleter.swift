@@ -349,13 +349,18 @@ final class BatchCompleter: Sendable {
             // Finished jobs are counted per run of equal outcomes: a batch is mostly one outcome.
             var finishedOutcome = ""
             var finishedRun = 0
-            for (row, item) in zip(written.rows, written.items) {
-                if let ids = written.ids, !ids.contains(row.id) {
-                    logger.warning("lease_lost", ["job_id": .int(row.id), "attempt": .int(item.job.attempts)])
+            // By index: a row and its result are read field by field, not copied whole (a copy
+            // retains each of their strings and arrays), since a job finished `done` needs only
+            // its outcome unless `job_finished` is logged.
+            let rows = written.rows, items = written.items
+            for index in rows.indices {
+                if let ids = written.ids, !ids.contains(rows[index].id) {
+                    logger.warning("lease_lost", ["job_id": .int(rows[index].id), "attempt": .int(items[index].job.attempts)])
                     continue
                 }
-                switch row.state {
+                switch rows[index].state {
                 case "retrying":
+                    let (row, item) = (rows[index], items[index])
                     payloads.remember(row.id, payload: item.job.payload, epoch: written.epoch)
                     let reason = row.retryReason ?? "unknown"
                     metrics.retries.labels(reason).inc()
@@ -363,21 +368,22 @@ final class BatchCompleter: Sendable {
                                               "delay_s": .double(((row.delaySeconds ?? 0) * 1000).rounded() / 1000), "apple_status": row.appleStatus.map { .int($0) } ?? "",
                                               "ms": .int(item.milliseconds)])
                 case "timed_out":
+                    let (row, item) = (rows[index], items[index])
                     metrics.retries.labels(row.retryReason ?? "unknown").inc()
                     logger.warning("job_timed_out", ["job_id": .int(row.id), "attempts": .int(item.job.attempts),
                                                      "reason": .string(row.retryReason ?? "unknown"),
                                                      "error": .string(row.error ?? ""), "apple_status": row.appleStatus.map { .int($0) } ?? ""])
                 default:
-                    let outcome = row.outcome ?? row.state
+                    let outcome = rows[index].outcome ?? rows[index].state
                     if outcome != finishedOutcome {
                         if finishedRun > 0 { metrics.finished.labels(finishedOutcome).add(Double(finishedRun)) }
                         (finishedOutcome, finishedRun) = (outcome, 0)
                     }
                     finishedRun += 1
-                    logger.info("job_finished", ["job_id": .int(row.id), "announcement_key": .string(Self.announcementKey(outcome, row)),
-                                                 "kind": .string(item.job.kind), "outcome": .string(outcome),
-                                                 "transaction_id": .string(row.transactionIDs.joined(separator: ",")),
-                                                 "attempt": .int(item.job.attempts), "ms": .int(item.milliseconds)])
+                    logger.info("job_finished", ["job_id": .int(rows[index].id), "announcement_key": .string(Self.announcementKey(outcome, rows[index])),
+                                                 "kind": .string(items[index].job.kind), "outcome": .string(outcome),
+                                                 "transaction_id": .string(rows[index].transactionIDs.joined(separator: ",")),
+                                                 "attempt": .int(items[index].job.attempts), "ms": .int(items[index].milliseconds)])
                 }
             }
             if finishedRun > 0 { metrics.finished.labels(finishedOutcome).add(Double(finishedRun)) }
