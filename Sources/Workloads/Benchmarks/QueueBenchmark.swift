@@ -75,7 +75,8 @@ public struct QueueBenchmark: Sendable {
                                  ("plain_sql_jobs_per_s", BenchReport.figure(plain)), ("drain_to_plain_sql_ratio", String(format: "%.2f", drain / plain))]
                                  + cpuFields(drain: drainCPU, lean: leanCPU)
                                  + (plainCPU.database.map { [("plain_sql_db_cpu_us_per_job", BenchReport.figure($0))] } ?? [])
-                                 + [("plain_sql_client_cpu_us_per_job", BenchReport.figure(plainCPU.process))])
+                                 + [("plain_sql_client_cpu_us_per_job", BenchReport.figure(plainCPU.process))]
+                                 + busyFields(drain: drainCPU, plain: plainCPU))
             }
             let drain = BenchReport.median(rounds.map(\.drain))
             let lean = BenchReport.median(rounds.map(\.lean))
@@ -87,7 +88,8 @@ public struct QueueBenchmark: Sendable {
                 ("plain_sql_client_cpu_us_per_job", BenchReport.figure(BenchReport.median(rounds.map(\.plainCPU.process))))]
                 + (plainDatabase.isEmpty || drainDatabase.isEmpty ? [] : [
                     ("plain_sql_db_cpu_us_per_job", BenchReport.figure(BenchReport.median(plainDatabase))),
-                    ("drain_db_cpu_us_per_job", BenchReport.figure(BenchReport.median(drainDatabase)))]))
+                    ("drain_db_cpu_us_per_job", BenchReport.figure(BenchReport.median(drainDatabase)))])
+                + busyFields(drain: rounds.map(\.drainCPU), plain: rounds.map(\.plainCPU)))
             BenchReport.line("queue", "drain", ["drain_jobs_per_s": BenchReport.figure(drain), "processes": "1", "concurrency": "\(concurrency)",
                              "claim_batch": "\(claimBatch)", "rounds": "\(rounds.count)", "peak_rss_mb": BenchReport.figure(ResourceUsage.peakRSSMiB())])
             // Ours and the lean table's cost in database CPU alone, the bound of a fleet whose workers run
@@ -168,6 +170,17 @@ public struct QueueBenchmark: Sendable {
 
     /// A round's CPU per job: the worker's (this process) and the lean ceiling's client's, and the
     /// database server's for each when it runs on this machine.
+    /// The machine's busy share during the drain and during the yardstick (the median of the rounds
+    /// given): how much of the ratio is CPU per job and how much cores left waiting.
+    private func busyFields(drain: [CPUPerJob], plain: [CPUPerJob]) -> [(String, String)] {
+        let drainBusy = drain.compactMap(\.machineBusy), plainBusy = plain.compactMap(\.machineBusy)
+        guard !drainBusy.isEmpty, !plainBusy.isEmpty else { return [] }
+        return [("drain_machine_busy", String(format: "%.2f", BenchReport.median(drainBusy))),
+                ("plain_sql_machine_busy", String(format: "%.2f", BenchReport.median(plainBusy)))]
+    }
+
+    private func busyFields(drain: CPUPerJob, plain: CPUPerJob) -> [(String, String)] { busyFields(drain: [drain], plain: [plain]) }
+
     private func cpuFields(drain: CPUPerJob, lean: CPUPerJob) -> [(String, String)] {
         var fields = [("worker_cpu_us_per_job", BenchReport.figure(drain.process)), ("lean_client_cpu_us_per_job", BenchReport.figure(lean.process))]
         if let drainDatabase = drain.database, let leanDatabase = lean.database {
@@ -229,16 +242,17 @@ public struct QueueBenchmark: Sendable {
         var configuration = QueueConfiguration()
         configuration.concurrency = concurrency
         configuration.claimBatch = claimBatch
-        let measured = try await CPUPerJob.measure(jobs: jobs, server: server) {
-            let rate = try await drain(workerClient, jobs: jobs, configuration: configuration, listenURL: listenURL, checkedBy: client)
+        var (drained, cpu) = try await CPUPerJob.measure(jobs: jobs, server: server) {
+            let drained = try await drain(workerClient, jobs: jobs, configuration: configuration, listenURL: listenURL, checkedBy: client)
             if closing { await workerClient.close() }
             if server != nil { try await Task.sleep(for: .milliseconds(1_100)) } // the worker's sessions are closed; let their counters land
-            return rate
+            return drained
         }
+        cpu.machineBusy = drained.machineBusy // over the drain alone, not the wait after it
         // Sessions kept open send their table statistics (`drain_cost`'s updates) at most every
         // second, and when idle only ten seconds later: asked to now (PostgreSQL 15 and later).
         if !closing { try? await onEverySession(workerClient, "SELECT pg_stat_force_next_flush(), pg_sleep(0.02)") }
-        return measured
+        return (drained.jobsPerSecond, cpu)
     }
 
     /// A pool of the default size with every session open, as a worker that is already running
@@ -270,12 +284,14 @@ public struct QueueBenchmark: Sendable {
         }
     }
 
-    /// Runs a worker on `workerClient` until `jobs` no-op jobs are finished; jobs per second.
+    /// Runs a worker on `workerClient` until `jobs` no-op jobs are finished; jobs per second, and
+    /// the machine's busy share meanwhile.
     private func drain(_ workerClient: PostgresClient, jobs: Int, configuration: QueueConfiguration, listenURL: String,
-                       checkedBy client: PostgresClient) async throws -> Double {
+                       checkedBy client: PostgresClient) async throws -> (jobsPerSecond: Double, machineBusy: Double?) {
         let metrics = QueueMetrics(registry: MetricsRegistry())
         let worker = QueueWorker(store: QueueStore(client: workerClient), handler: NoOpHandler(), configuration: configuration,
                                  logger: quietLogger(), metrics: metrics, listenerConninfo: listenURL)
+        let machine = MachineCPU.read()
         let started = ContinuousClock.now
         let run = Task { await worker.run() }
         // Watched through the worker's own counter, then confirmed once: polling the database
@@ -290,9 +306,10 @@ public struct QueueBenchmark: Sendable {
         }
         try await waitUntilDrained(client)
         let seconds = (ContinuousClock.now - started).seconds
+        let busy = MachineCPU.busy(since: machine)
         worker.shutdown()
         await run.value
-        return Double(jobs) / seconds
+        return (Double(jobs) / seconds, busy)
     }
 
     /// The same claim and batched-complete statements, driven in a tight loop on two

@@ -56,12 +56,37 @@ enum ProcessStat {
 struct CPUPerJob: Sendable {
     let process: Double
     let database: Double?
+    /// The share of the whole machine's CPU time (every core) that was busy during the phase:
+    /// whether it kept the cores working or left them waiting (nil where /proc/stat is not read).
+    var machineBusy: Double?
 
     static func measure<T>(jobs: Int, server: DatabaseServerCPU?, _ body: () async throws -> T) async throws -> (T, CPUPerJob) {
-        let (process, database) = (ResourceUsage.cpuSeconds(), server?.seconds())
+        let (process, database, machine) = (ResourceUsage.cpuSeconds(), server?.seconds(), MachineCPU.read())
         let value = try await body()
         let perJob = { (seconds: Double) in seconds * 1e6 / Double(max(1, jobs)) }
         return (value, CPUPerJob(process: perJob(ResourceUsage.cpuSeconds() - process),
-                                 database: server.flatMap { server in database.map { perJob(server.seconds() - $0) } }))
+                                 database: server.flatMap { server in database.map { perJob(server.seconds() - $0) } },
+                                 machineBusy: MachineCPU.busy(since: machine)))
+    }
+}
+
+/// The machine's CPU time so far, all cores together, from the first line of /proc/stat (in ticks).
+struct MachineCPU: Sendable {
+    let total: Double
+    let idle: Double
+
+    static func read() -> MachineCPU? {
+        guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = stat.split(separator: "\n").first, line.hasPrefix("cpu ") else { return nil }
+        // user nice system idle iowait irq softirq steal (guest time is counted in user already)
+        let ticks = line.split(separator: " ").dropFirst().prefix(8).compactMap { Double($0) }
+        guard ticks.count == 8 else { return nil }
+        return MachineCPU(total: ticks.reduce(0, +), idle: ticks[3] + ticks[4])
+    }
+
+    /// The busy share of the time since `earlier` (nil without both readings or any time passed).
+    static func busy(since earlier: MachineCPU?) -> Double? {
+        guard let earlier, let now = read(), now.total > earlier.total else { return nil }
+        return 1 - (now.idle - earlier.idle) / (now.total - earlier.total)
     }
 }
