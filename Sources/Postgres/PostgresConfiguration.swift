@@ -79,9 +79,6 @@ public struct PostgresConfiguration: Sendable {
     /// (planning is a large share of a small batch's statement time), and that plan is made with
     /// sequential scans priced out, so one first made while a table was empty is still an index
     /// lookup after the table grew (the reason sessions otherwise plan every run, above).
-    /// What a transaction whose COMMIT does not wait for the flush adds to its beginning.
-    static let unflushedCommit = "SET LOCAL synchronous_commit = off"
-
     var reusedPlansTransactionBegin: [String] {
         ["BEGIN", "SET LOCAL plan_cache_mode = force_generic_plan", "SET LOCAL enable_seqscan = off"]
     }

@@ -153,15 +153,13 @@ public final class PostgresConnection: @unchecked Sendable {
     /// transaction carries its own limits (`SET LOCAL`), since the session keeps none.
     /// BEGIN is not a round trip of its own: it travels with the body's first statement.
     /// `planning: .reused` is for bodies of fixed-shape statements run thousands of times
-    /// (`PostgresConfiguration.reusedPlansTransactionBegin`); `durability: .unflushed` for one whose
-    /// loss in a crash is harmless (`CommitDurability`).
-    public func transaction<T: Sendable>(planning: TransactionPlanning = .perRun, durability: CommitDurability = .flushed,
+    /// (`PostgresConfiguration.reusedPlansTransactionBegin`).
+    public func transaction<T: Sendable>(planning: TransactionPlanning = .perRun,
                                          _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await onThread { [self] in
             try reopenIfBroken()
-            let begin = session.behindPooler ? configuration.pooledTransactionBegin
+            pendingBegin = session.behindPooler ? configuration.pooledTransactionBegin
                 : planning == .reused ? configuration.reusedPlansTransactionBegin : ["BEGIN"]
-            pendingBegin = durability == .unflushed ? begin + [PostgresConfiguration.unflushedCommit] : begin
             inTransaction = true
         }
         do {
