@@ -168,8 +168,6 @@ public struct QueueBenchmark: Sendable {
 
 
 
-    /// A round's CPU per job: the worker's (this process) and the lean ceiling's client's, and the
-    /// database server's for each when it runs on this machine.
     /// The machine's busy share during the drain and during the yardstick (the median of the rounds
     /// given): how much of the ratio is CPU per job and how much cores left waiting.
     private func busyFields(drain: [CPUPerJob], plain: [CPUPerJob]) -> [(String, String)] {
@@ -181,6 +179,8 @@ public struct QueueBenchmark: Sendable {
 
     private func busyFields(drain: CPUPerJob, plain: CPUPerJob) -> [(String, String)] { busyFields(drain: [drain], plain: [plain]) }
 
+    /// A round's CPU per job: the worker's (this process) and the lean ceiling's client's, and the
+    /// database server's for each when it runs on this machine.
     private func cpuFields(drain: CPUPerJob, lean: CPUPerJob) -> [(String, String)] {
         var fields = [("worker_cpu_us_per_job", BenchReport.figure(drain.process)), ("lean_client_cpu_us_per_job", BenchReport.figure(lean.process))]
         if let drainDatabase = drain.database, let leanDatabase = lean.database {
