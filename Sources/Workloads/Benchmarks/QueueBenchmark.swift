@@ -76,7 +76,7 @@ public struct QueueBenchmark: Sendable {
                                  + cpuFields(drain: drainCPU, lean: leanCPU)
                                  + (plainCPU.database.map { [("plain_sql_db_cpu_us_per_job", BenchReport.figure($0))] } ?? [])
                                  + [("plain_sql_client_cpu_us_per_job", BenchReport.figure(plainCPU.process))]
-                                 + busyFields(drain: drainCPU, plain: plainCPU))
+                                 + busyFields(drain: [drainCPU], plain: [plainCPU]))
             }
             let drain = BenchReport.median(rounds.map(\.drain))
             let lean = BenchReport.median(rounds.map(\.lean))
@@ -176,8 +176,6 @@ public struct QueueBenchmark: Sendable {
         return [("drain_machine_busy", String(format: "%.2f", BenchReport.median(drainBusy))),
                 ("plain_sql_machine_busy", String(format: "%.2f", BenchReport.median(plainBusy)))]
     }
-
-    private func busyFields(drain: CPUPerJob, plain: CPUPerJob) -> [(String, String)] { busyFields(drain: [drain], plain: [plain]) }
 
     /// A round's CPU per job: the worker's (this process) and the lean ceiling's client's, and the
     /// database server's for each when it runs on this machine.
