@@ -18,28 +18,57 @@ final class HeldJobs: Sendable {
     private struct Lease {
         var ids: [Int]
         var held: [Bool]
+        /// Each job's attempt as claimed: a job taken again at the same attempt was claimed by a
+        /// claim that was undone; at a later one, by a claim after its result was written.
+        var attempts: [Int]
         var outstanding: Int
         let sessionsOpened: Int
 
         /// Whether `id` was held here (and is no longer).
         mutating func letGo(_ id: Int) -> Bool {
+            guard let position = heldPosition(of: id) else { return false }
+            held[position] = false
+            outstanding -= 1
+            return true
+        }
+
+        /// Where `id` is, if it is held here.
+        func heldPosition(of id: Int) -> Int? {
             var (low, high) = (0, ids.count)
             while low < high {
                 let middle = (low + high) / 2
                 if ids[middle] < id { low = middle + 1 } else { high = middle }
             }
-            guard low < ids.count, ids[low] == id, held[low] else { return false }
-            held[low] = false
-            outstanding -= 1
-            return true
+            return low < ids.count && ids[low] == id && held[low] ? low : nil
         }
     }
     private struct State {
         var leases: [Int: Lease] = [:]
-        /// Jobs claimed without a lease row.
-        var unleased: Set<Int> = []
+        /// Jobs claimed without a lease row, with their attempts.
+        var unleased: [Int: Int] = [:]
         var count = 0
         var droppable: [(id: Int, sessionsOpened: Int)] = []
+        /// Jobs a later claim took again while they ran here (`hold`), by that claim's lease:
+        /// let go of there too, without being counted twice.
+        var alsoUnder: [Int: Int] = [:]
+
+        /// Of `claimed`, the jobs held here already, each with the lease it is held under (-1:
+        /// none, `unleased`). Only leases whose ids overlap the claim's are searched: claims of
+        /// a backlog do not overlap, so the usual claim costs a comparison per lease in flight.
+        func heldAgain(_ claimed: [ClaimedJob]) -> [Int: Int] {
+            guard let low = claimed.lazy.map(\.id).min(), let high = claimed.lazy.map(\.id).max() else { return [:] }
+            var again: [Int: Int] = [:]
+            for (id, lease) in leases {
+                guard let first = lease.ids.first, let last = lease.ids.last, first <= high, last >= low else { continue }
+                for job in claimed {
+                    if let position = lease.heldPosition(of: job.id), lease.attempts[position] == job.attempts { again[job.id] = id }
+                }
+            }
+            if !unleased.isEmpty {
+                for job in claimed where unleased[job.id] == job.attempts { again[job.id] = -1 }
+            }
+            return again
+        }
 
         /// A lease none of whose jobs is held any more is due to be dropped.
         mutating func put(_ lease: Lease, as id: Int) {
@@ -52,27 +81,42 @@ final class HeldJobs: Sendable {
     }
     private let state = Mutex(State())
 
-    /// Holds one claim's jobs; the claim's session count is its jobs' (`ClaimedJob.sessionEpoch`,
-    /// read before the claim was sent), not the pool's now: a session opened while the claim was
-    /// in flight makes its lease row unsure.
-    func hold(_ claimed: [ClaimedJob]) {
-        guard let first = claimed.first else { return }
-        state.withLock { state in
-            state.count += claimed.count
+    /// Holds one claim's jobs and returns those to start: all of them but any this process
+    /// holds already. A job held here comes back in a claim only when the claim that gave it
+    /// was undone (a crash or a failover lost its commit, which does not wait for the flush):
+    /// its run goes on and is not started twice, since the lease check names the worker, not
+    /// the run. It is held under the new claim's lease row too, so that row, the rescuer's way
+    /// to the job now, stays while the job runs.
+    ///
+    /// The claim's session count is its jobs' (`ClaimedJob.sessionEpoch`, read before the claim
+    /// was sent), not the pool's now: a session opened while the claim was in flight makes its
+    /// lease row unsure.
+    @discardableResult
+    func hold(_ claimed: [ClaimedJob]) -> [ClaimedJob] {
+        guard let first = claimed.first else { return [] }
+        return state.withLock { state in
+            let again = state.heldAgain(claimed)
+            let starting = again.isEmpty ? claimed : claimed.filter { again[$0.id] == nil }
+            state.count += starting.count
             // One claim, one lease row.
             guard let lease = first.leaseID else {
-                state.unleased.formUnion(claimed.lazy.map(\.id))
-                return
+                for job in starting { state.unleased[job.id] = job.attempts }
+                return starting
             }
-            var entry = state.leases.removeValue(forKey: lease) ?? Lease(ids: [], held: [], outstanding: 0, sessionsOpened: first.sessionEpoch)
-            entry.ids += claimed.lazy.map(\.id)
-            entry.held += repeatElement(true, count: claimed.count)
-            entry.outstanding += claimed.count
+            let adding = again.isEmpty ? claimed : claimed.filter { again[$0.id] != lease }
+            for (job, earlier) in again where earlier != lease { state.alsoUnder[job] = lease }
+            var entry = state.leases.removeValue(forKey: lease) ?? Lease(ids: [], held: [], attempts: [], outstanding: 0,
+                                                                             sessionsOpened: first.sessionEpoch)
+            entry.ids += adding.lazy.map(\.id)
+            entry.held += repeatElement(true, count: adding.count)
+            entry.attempts += adding.lazy.map(\.attempts)
+            entry.outstanding += adding.count
             if zip(entry.ids, entry.ids.dropFirst()).contains(where: { $0 > $1 }) {
                 let order = entry.ids.indices.sorted { entry.ids[$0] < entry.ids[$1] }
-                (entry.ids, entry.held) = (order.map { entry.ids[$0] }, order.map { entry.held[$0] })
+                (entry.ids, entry.held, entry.attempts) = (order.map { entry.ids[$0] }, order.map { entry.held[$0] }, order.map { entry.attempts[$0] })
             }
             state.leases[lease] = entry
+            return starting
         }
     }
 
@@ -82,15 +126,24 @@ final class HeldJobs: Sendable {
         state.withLock { state in
             var current: (id: Int, lease: Lease)?
             for job in released {
-                guard let lease = job.leaseID else {
-                    if state.unleased.remove(job.id) != nil { state.count -= 1 }
-                    continue
+                if let lease = job.leaseID {
+                    if current?.id != lease {
+                        if let (id, entry) = current { state.put(entry, as: id) }
+                        current = state.leases.removeValue(forKey: lease).map { (lease, $0) }
+                    }
+                    if current?.lease.letGo(job.id) == true { state.count -= 1 }
+                } else if state.unleased.removeValue(forKey: job.id) != nil {
+                    state.count -= 1
                 }
-                if current?.id != lease {
-                    if let (id, entry) = current { state.put(entry, as: id) }
-                    current = state.leases.removeValue(forKey: lease).map { (lease, $0) }
+                // Taken again by a later claim while it ran here: let go of under that claim's lease too.
+                if !state.alsoUnder.isEmpty, let later = state.alsoUnder.removeValue(forKey: job.id) {
+                    if later == current?.id {
+                        _ = current?.lease.letGo(job.id)
+                    } else if var entry = state.leases.removeValue(forKey: later) {
+                        _ = entry.letGo(job.id)
+                        state.put(entry, as: later)
+                    }
                 }
-                if current?.lease.letGo(job.id) == true { state.count -= 1 }
             }
             if let (id, entry) = current { state.put(entry, as: id) }
         }
@@ -111,7 +164,7 @@ final class HeldJobs: Sendable {
 
     var snapshot: [Int] {
         state.withLock { state in
-            Array(state.unleased) + state.leases.values.flatMap { lease in zip(lease.ids, lease.held).lazy.filter(\.1).map(\.0) }
+            Array(state.unleased.keys) + state.leases.values.flatMap { lease in zip(lease.ids, lease.held).lazy.filter(\.1).map(\.0) }
         }
     }
 

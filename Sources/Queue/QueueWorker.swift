@@ -206,10 +206,15 @@ public final class QueueWorker: Sendable {
         return result.claimed
     }
 
-    /// Starts a claim's jobs; the bookkeeping is done once per claim.
-    private func start(_ jobs: [ClaimedJob]) {
+    /// Starts a claim's jobs, but none this process runs already (`HeldJobs.hold`); the
+    /// bookkeeping is done once per claim.
+    private func start(_ claimed: [ClaimedJob]) {
+        let jobs = held.hold(claimed)
+        if jobs.count < claimed.count {
+            logger.notice("jobs_claimed_again", ["jobs": .int(claimed.count - jobs.count),
+                                                 "hint": "an earlier claim of theirs was undone (a crash or failover); each runs once"])
+        }
         guard !jobs.isEmpty else { return }
-        held.hold(jobs)
         inflight.add(jobs.count, ordering: .acquiringAndReleasing)
         metrics.inflight.add(Double(jobs.count))
         metrics.claimed.add(Double(jobs.count))

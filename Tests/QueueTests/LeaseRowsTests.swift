@@ -6,8 +6,31 @@ import XCTest
 
 /// A claim's lease row (migration 0029) lives as long as one of its jobs may still run on it.
 final class LeaseRowsTests: XCTestCase {
-    private func claimed(_ ids: ClosedRange<Int>, lease: Int, epoch: Int = 2) -> [ClaimedJob] {
-        ids.map { ClaimedJob(id: $0, kind: "receipt", userID: "u", orderID: "o\($0)", productID: nil, payload: "", attempts: 1, leaseID: lease, sessionEpoch: epoch) }
+    private func claimed(_ ids: ClosedRange<Int>, lease: Int, epoch: Int = 2, attempts: Int = 1) -> [ClaimedJob] {
+        ids.map { ClaimedJob(id: $0, kind: "receipt", userID: "u", orderID: "o\($0)", productID: nil, payload: "", attempts: attempts,
+                             leaseID: lease, sessionEpoch: epoch) }
+    }
+
+    /// A job claimed again at the attempt it runs at here was claimed by a claim that was undone
+    /// (a crash or failover lost its commit): it is not started twice, and both lease rows stay
+    /// while it runs. At a later attempt (claimed after its result was written) it is a new run.
+    func testAJobClaimedAgainAtTheSameAttemptIsNotStartedTwice() {
+        let held = HeldJobs()
+        let first = claimed(1...3, lease: 10)
+        XCTAssertEqual(held.hold(first).map(\.id), [1, 2, 3])
+        let again = claimed(2...4, lease: 11) // lease 10's claim undone: jobs 2 and 3 taken again, with job 4
+        XCTAssertEqual(held.hold(again).map(\.id), [4])
+        XCTAssertEqual(held.count, 4)
+        held.letGo([first[0], first[1], again[2]])
+        XCTAssertEqual(held.count, 1)
+        XCTAssertEqual(held.snapshot.sorted(), [3, 3], "job 3 is held under both leases")
+        XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 2), DroppableLeases(), "job 3 still runs: both its lease rows stay")
+        held.letGo([first[2]])
+        XCTAssertEqual(held.takeDroppableLeases(sessionsOpened: 2).settled.sorted(), [10, 11])
+        XCTAssertEqual(held.count, 0)
+        held.hold(claimed(5...5, lease: 12))
+        XCTAssertEqual(held.hold(claimed(5...6, lease: 13, attempts: 2)).map(\.id), [5, 6], "a later attempt is a new run")
+        XCTAssertEqual(held.count, 3)
     }
 
     func testALeaseIsDroppableOnceAllItsJobsAreLetGoAndSettledOnlyWithoutANewSession() {
