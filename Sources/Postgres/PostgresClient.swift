@@ -72,10 +72,11 @@ public final class PostgresClient: Sendable {
     /// One statement alone in a transaction whose BEGIN, settings and COMMIT travel with it (one
     /// round trip): with `.reused`, planned once per session instead of for every run. Retried
     /// like `query`.
-    public func query(_ statement: PostgresStatement, planning: TransactionPlanning) async throws -> PostgresRows {
+    public func query(_ statement: PostgresStatement, planning: TransactionPlanning,
+                      durability: CommitDurability = .flushed) async throws -> PostgresRows {
         try await retryingOnceIfLost {
             try await withConnection { connection in
-                try await connection.transaction(planning: planning) { try await $0.commit(after: [statement])[0] }
+                try await connection.transaction(planning: planning, durability: durability) { try await $0.commit(after: [statement])[0] }
             }
         }
     }

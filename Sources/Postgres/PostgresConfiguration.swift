@@ -83,6 +83,9 @@ public struct PostgresConfiguration: Sendable {
         ["BEGIN", "SET LOCAL plan_cache_mode = force_generic_plan", "SET LOCAL enable_seqscan = off"]
     }
 
+    /// What a transaction whose COMMIT does not wait for the flush adds to its beginning.
+    static let unflushedCommit = "SET LOCAL synchronous_commit = off"
+
     /// What a transaction starts with behind a pooler: the same limits, scoped to the transaction
     /// (separate statements: they travel in one pipeline with the transaction's first statement).
     var pooledTransactionBegin: [String] {

@@ -153,13 +153,15 @@ public final class PostgresConnection: @unchecked Sendable {
     /// transaction carries its own limits (`SET LOCAL`), since the session keeps none.
     /// BEGIN is not a round trip of its own: it travels with the body's first statement.
     /// `planning: .reused` is for bodies of fixed-shape statements run thousands of times
-    /// (`PostgresConfiguration.reusedPlansTransactionBegin`).
-    public func transaction<T: Sendable>(planning: TransactionPlanning = .perRun,
+    /// (`PostgresConfiguration.reusedPlansTransactionBegin`); `durability: .unflushed` for one whose
+    /// loss in a crash is harmless (`CommitDurability`).
+    public func transaction<T: Sendable>(planning: TransactionPlanning = .perRun, durability: CommitDurability = .flushed,
                                          _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await onThread { [self] in
             try reopenIfBroken()
-            pendingBegin = session.behindPooler ? configuration.pooledTransactionBegin
+            let begin = session.behindPooler ? configuration.pooledTransactionBegin
                 : planning == .reused ? configuration.reusedPlansTransactionBegin : ["BEGIN"]
+            pendingBegin = durability == .unflushed ? begin + [PostgresConfiguration.unflushedCommit] : begin
             inTransaction = true
         }
         do {

@@ -93,10 +93,17 @@ public struct QueueStore: Sendable {
     /// spent as long being planned as being run. Its one plan holds for any batch: the picked ids
     /// reach each table as an array, whose size the planner does not guess from the limit
     /// (`ClaimPlanTests`).
+    ///
+    /// Its COMMIT does not wait for the flush (`CommitDurability.unflushed`). A claim undone by a
+    /// crash or a failover puts its jobs back in the queue, as a rescue would. The worker holding
+    /// them either finds their leases gone when it writes their results (they are fenced, never
+    /// settled or announced) and they are claimed again, or takes them again itself at the same
+    /// attempt and does not start them twice (`HeldJobs.hold`). Whatever a completion writes is
+    /// flushed with every claim before it, so no result can outlive the claim it was made under.
     func claim(limit: Int, workerID: String, leaseSeconds: Double, cache: PayloadCache?) async throws -> [ClaimedJob] {
         let epoch = client.sessionsOpened
         let rows = try await client.query(PostgresStatement(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []]),
-                                          planning: .reused)
+                                          planning: .reused, durability: .unflushed)
         return try await claimedJobs(rows, cache: cache, epoch: epoch)
     }
 
