@@ -113,7 +113,8 @@ final class HeldJobs: Sendable {
             entry.outstanding += adding.count
             if zip(entry.ids, entry.ids.dropFirst()).contains(where: { $0 > $1 }) {
                 let order = entry.ids.indices.sorted { entry.ids[$0] < entry.ids[$1] }
-                (entry.ids, entry.held, entry.attempts) = (order.map { entry.ids[$0] }, order.map { entry.held[$0] }, order.map { entry.attempts[$0] })
+                (entry.ids, entry.held, entry.attempts) = (order.map { entry.ids[$0] }, order.map { entry.held[$0] },
+                                                           order.map { entry.attempts[$0] })
             }
             state.leases[lease] = entry
             return starting
