@@ -1,7 +1,6 @@
 import Foundation
 import Postgres
 @testable import Queue
-import Synchronization
 import TestSupport
 import XCTest
 
@@ -13,18 +12,13 @@ final class ClaimUndoneTests: XCTestCase {
     func testJobsOfAnUndoneClaimTakenAgainByTheSameWorkerRunOnceAndFinishOnce() async throws {
         let fixture = try await QueueFixture.make()
         try await fixture.enqueue(5)
-        let runs = Atomic<Int>(0)
-        let release = Atomic<Bool>(false)
-        let worker = fixture.worker(ScriptedHandler { _ in
-            runs.add(1, ordering: .relaxed)
-            while !release.load(ordering: .relaxed) { try? await Task.sleep(for: .milliseconds(10)) }
-            return .finish(.done, "credited", transactionIDs: [])
-        }) {
+        let held = HeldVerifications()
+        let worker = fixture.worker(held.handler) {
             $0.concurrency = 20 // slots to spare: the worker claims again while the five run
             $0.claimBatch = 10
         }
         let run = Task { await worker.run() }
-        let allRunning = try await fixture.eventually { runs.load(ordering: .relaxed) == 5 }
+        let allRunning = try await fixture.eventually { held.started.load(ordering: .relaxed) == 5 }
         XCTAssertTrue(allRunning)
         // The claim undone, as a crash restores it: the jobs queued at their former attempt, in
         // the ready set again, its lease row gone.
@@ -38,13 +32,13 @@ final class ClaimUndoneTests: XCTestCase {
         _ = try await fixture.client.query("DELETE FROM iap.job_leases")
         let claimedAgain = try await fixture.eventually { fixture.logs.lines.contains { $0.contains("event=jobs_claimed_again") } }
         XCTAssertTrue(claimedAgain, "\(fixture.logs.lines.joined(separator: "\n"))")
-        release.store(true, ordering: .relaxed)
+        held.release()
         let finished = try await fixture.eventually { try await fixture.states()["done"] == 5 }
         XCTAssertTrue(finished, "\(fixture.logs.lines.joined(separator: "\n"))")
         try await Task.sleep(for: .milliseconds(300)) // a second run, if one had started, would be written by now
         worker.shutdown()
         await run.value
-        XCTAssertEqual(runs.load(ordering: .relaxed), 5, "no job ran twice")
+        XCTAssertEqual(held.started.load(ordering: .relaxed), 5, "no job ran twice")
         XCTAssertEqual(fixture.logs.lines.filter { $0.contains("event=job_finished") }.count, 5)
         XCTAssertTrue(fixture.logs.lines.contains { $0.contains("event=jobs_claimed_again") && $0.contains("jobs=5") })
         let attempts = try await fixture.client.query("SELECT DISTINCT attempts FROM iap.job_queue").map { try $0.decode(Int.self, at: 0) }

@@ -121,22 +121,17 @@ final class JobFinishesLogTests: XCTestCase {
     private func runFiveHeldJobs(_ fixture: QueueFixture, meanwhile: () async throws -> Void,
                                  until finished: () async throws -> Bool) async throws -> Bool {
         try await fixture.enqueue(5)
-        let started = Atomic<Int>(0)
-        let release = Atomic<Bool>(false)
-        let worker = fixture.worker(ScriptedHandler { _ in
-            started.add(1, ordering: .relaxed)
-            while !release.load(ordering: .relaxed) { try? await Task.sleep(for: .milliseconds(10)) }
-            return .finish(.done, "credited", transactionIDs: [])
-        }) {
+        let held = HeldVerifications()
+        let worker = fixture.worker(held.handler) {
             $0.concurrency = 5
             $0.claimBatch = 5
             $0.completionLinger = 0.2
         }
         let run = Task { await worker.run() }
-        let allStarted = try await fixture.eventually { started.load(ordering: .relaxed) == 5 }
+        let allStarted = try await fixture.eventually { held.started.load(ordering: .relaxed) == 5 }
         XCTAssertTrue(allStarted)
         try await meanwhile()
-        release.store(true, ordering: .relaxed)
+        held.release()
         let done = try await fixture.eventually { try await finished() }
         worker.shutdown()
         await run.value

@@ -13,6 +13,23 @@ struct ScriptedHandler: JobHandler {
     func settle(_ items: [SettlementItem<Never>], on connection: PostgresConnection) async throws -> SettledBatch { SettledBatch(outcomes: []) }
 }
 
+/// Verifications that wait until released, each then finishing `done`, `credited`: jobs held
+/// running while a test changes the database under the worker. `started` counts the runs.
+final class HeldVerifications: Sendable {
+    let started = Atomic<Int>(0)
+    private let released = Atomic<Bool>(false)
+
+    var handler: ScriptedHandler {
+        ScriptedHandler { [self] _ in
+            started.add(1, ordering: .relaxed)
+            while !released.load(ordering: .relaxed) { try? await Task.sleep(for: .milliseconds(10)) }
+            return .finish(.done, "credited", transactionIDs: [])
+        }
+    }
+
+    func release() { released.store(true, ordering: .relaxed) }
+}
+
 struct QueueFixture {
     let url: String
     let client: PostgresClient
