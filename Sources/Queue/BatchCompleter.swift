@@ -248,11 +248,16 @@ final class BatchCompleter: Sendable {
                 let epoch = store.client.sessionsOpened
                 let unsure = batch.lazy.map(\.job).filter { $0.sessionEpoch != epoch }
                 let others = unsure.isEmpty ? [] : try await store.namingOthers(Array(unsure), on: connection)
-                let mine = others.isEmpty ? batch : batch.filter { !others.contains($0.job.id) }
+                // A run whose job was rescued and claimed here again is fenced too: the later run's
+                // result is the job's (`HeldJobs.superseded(among:)`).
+                let superseded = held.superseded(among: batch.lazy.map(\.job))
+                let isFenced = { (item: Item) in others.contains(item.job.id) || superseded.contains(item.job.run) }
+                let clear = others.isEmpty && superseded.isEmpty
+                let mine = clear ? batch : batch.filter { !isFenced($0) }
                 // Rows of the decided results first, then of the settled ones; `items` in the same order.
                 var rows: [CompletionRow] = []
                 var toSettle: [(item: Item, work: any Sendable)] = []
-                var fenced: [Item] = others.isEmpty ? [] : batch.filter { others.contains($0.job.id) }
+                var fenced: [Item] = clear ? [] : batch.filter(isFenced)
                 rows.reserveCapacity(mine.count)
                 for item in mine {
                     switch item.verification {

@@ -51,23 +51,41 @@ final class HeldJobs: Sendable {
         /// Jobs a later claim took again while they ran here (`hold`), by that claim's lease:
         /// let go of there too, without being counted twice.
         var alsoUnder: [Int: Int] = [:]
+        /// Runs held here whose job a later claim took at a later attempt: their lease ran out and
+        /// the job was rescued, so their results are not to be written (`superseded(among:)`).
+        var superseded: Set<JobRun> = []
 
-        /// Of `claimed`, the jobs held here already, each with the lease it is held under (-1:
-        /// none, `unleased`). Only leases whose ids overlap the claim's are searched: claims of
-        /// a backlog do not overlap, so the usual claim costs a comparison per lease in flight.
-        func heldAgain(_ claimed: [ClaimedJob]) -> [Int: Int] {
-            guard let low = claimed.lazy.map(\.id).min(), let high = claimed.lazy.map(\.id).max() else { return [:] }
+        /// Of `claimed`, the jobs held here already: at the same attempt (`again`, each with the
+        /// lease it is held under, -1: none, `unleased`), or at an earlier one (`superseded`, the
+        /// earlier runs). Only leases whose ids overlap the claim's are searched: claims of a
+        /// backlog do not overlap, so the usual claim costs a comparison per lease in flight.
+        func heldBefore(_ claimed: [ClaimedJob]) -> (again: [Int: Int], superseded: [JobRun]) {
+            guard let low = claimed.lazy.map(\.id).min(), let high = claimed.lazy.map(\.id).max() else { return ([:], []) }
             var again: [Int: Int] = [:]
+            var superseded: [JobRun] = []
             for (id, lease) in leases {
                 guard let first = lease.ids.first, let last = lease.ids.last, first <= high, last >= low else { continue }
                 for job in claimed {
-                    if let position = lease.heldPosition(of: job.id), lease.attempts[position] == job.attempts { again[job.id] = id }
+                    guard let position = lease.heldPosition(of: job.id) else { continue }
+                    let attempt = lease.attempts[position]
+                    if attempt == job.attempts {
+                        again[job.id] = id
+                    } else if attempt < job.attempts {
+                        superseded.append(JobRun(jobID: job.id, leaseID: id, attempt: attempt))
+                    }
                 }
             }
             if !unleased.isEmpty {
-                for job in claimed where unleased[job.id] == job.attempts { again[job.id] = -1 }
+                for job in claimed {
+                    guard let attempt = unleased[job.id] else { continue }
+                    if attempt == job.attempts {
+                        again[job.id] = -1
+                    } else if attempt < job.attempts {
+                        superseded.append(JobRun(jobID: job.id, leaseID: nil, attempt: attempt))
+                    }
+                }
             }
-            return again
+            return (again, superseded)
         }
 
         /// A lease none of whose jobs is held any more is due to be dropped.
@@ -82,11 +100,14 @@ final class HeldJobs: Sendable {
     private let state = Mutex(State())
 
     /// Holds one claim's jobs and returns those to start: all of them but any this process
-    /// holds already. A job held here comes back in a claim only when the claim that gave it
-    /// was undone (a crash or a failover lost its commit, which does not wait for the flush):
-    /// its run goes on and is not started twice, since the lease check names the worker, not
-    /// the run. It is held under the new claim's lease row too, so that row, the rescuer's way
-    /// to the job now, stays while the job runs.
+    /// holds already at the same attempt. A job held here comes back in a claim at the same
+    /// attempt only when the claim that gave it was undone (a crash or a failover lost its
+    /// commit, which does not wait for the flush): its run goes on and is not started twice,
+    /// since the lease check names the worker, not the run. It is held under the new claim's
+    /// lease row too, so that row, the rescuer's way to the job now, stays while the job runs.
+    ///
+    /// At a later attempt, the job's lease here ran out and the rescuer gave it back: the new
+    /// run starts, and the earlier run is superseded (`superseded(among:)`) until it is let go.
     ///
     /// The claim's session count is its jobs' (`ClaimedJob.sessionEpoch`, read before the claim
     /// was sent), not the pool's now: a session opened while the claim was in flight makes its
@@ -95,7 +116,8 @@ final class HeldJobs: Sendable {
     func hold(_ claimed: [ClaimedJob]) -> [ClaimedJob] {
         guard let first = claimed.first else { return [] }
         return state.withLock { state in
-            let again = state.heldAgain(claimed)
+            let (again, superseded) = state.heldBefore(claimed)
+            state.superseded.formUnion(superseded)
             let starting = again.isEmpty ? claimed : claimed.filter { again[$0.id] == nil }
             state.count += starting.count
             // One claim, one lease row.
@@ -136,6 +158,7 @@ final class HeldJobs: Sendable {
                 } else if state.unleased.removeValue(forKey: job.id) != nil {
                     state.count -= 1
                 }
+                if !state.superseded.isEmpty { state.superseded.remove(job.run) }
                 // Taken again by a later claim while it ran here: let go of under that claim's lease too.
                 if !state.alsoUnder.isEmpty, let later = state.alsoUnder.removeValue(forKey: job.id) {
                     if later == current?.id {
@@ -160,6 +183,18 @@ final class HeldJobs: Sendable {
                 if lease.sessionsOpened == sessionsOpened { leases.settled.append(lease.id) } else { leases.unsure.append(lease.id) }
             }
             return leases
+        }
+    }
+
+    /// The runs of `batch` superseded by a later claim of their job: their results are stale, and
+    /// written beside the later run's (the lease check names the worker, not the run) the job
+    /// would be announced twice. One lock per batch; usually none.
+    func superseded(among batch: some Sequence<ClaimedJob>) -> Set<JobRun> {
+        state.withLock { state in
+            guard !state.superseded.isEmpty else { return [] }
+            var found: Set<JobRun> = []
+            for job in batch where state.superseded.contains(job.run) { found.insert(job.run) }
+            return found
         }
     }
 

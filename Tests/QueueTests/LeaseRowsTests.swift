@@ -6,7 +6,7 @@ import XCTest
 
 /// A claim's lease row (migration 0029) lives as long as one of its jobs may still run on it.
 final class LeaseRowsTests: XCTestCase {
-    private func claimed(_ ids: ClosedRange<Int>, lease: Int, epoch: Int = 2, attempts: Int = 1) -> [ClaimedJob] {
+    private func claimed(_ ids: ClosedRange<Int>, lease: Int?, epoch: Int = 2, attempts: Int = 1) -> [ClaimedJob] {
         ids.map { ClaimedJob(id: $0, kind: "receipt", userID: "u", orderID: "o\($0)", productID: nil, payload: "", attempts: attempts,
                              leaseID: lease, sessionEpoch: epoch) }
     }
@@ -31,6 +31,25 @@ final class LeaseRowsTests: XCTestCase {
         held.hold(claimed(5...5, lease: 12))
         XCTAssertEqual(held.hold(claimed(5...6, lease: 13, attempts: 2)).map(\.id), [5, 6], "a later attempt is a new run")
         XCTAssertEqual(held.count, 3)
+    }
+
+    func testARunWhoseJobIsClaimedAgainAtALaterAttemptIsSupersededUntilLetGo() {
+        let held = HeldJobs()
+        let first = claimed(1...3, lease: 10)
+        held.hold(first)
+        XCTAssertEqual(held.superseded(among: first), [], "nothing is superseded before a later claim")
+        let later = claimed(2...3, lease: 11, attempts: 2) // jobs 2 and 3 rescued and claimed here again
+        held.hold(later)
+        XCTAssertEqual(held.superseded(among: first + later), [first[1].run, first[2].run], "the earlier runs only")
+        held.letGo([first[1]])
+        XCTAssertEqual(held.superseded(among: first + later), [first[2].run])
+        held.letGo([first[2]] + later)
+        XCTAssertEqual(held.superseded(among: first + later), [])
+        XCTAssertEqual(held.count, 1)
+        let unleased = claimed(7...7, lease: nil)
+        held.hold(unleased)
+        held.hold(claimed(7...7, lease: nil, attempts: 2))
+        XCTAssertEqual(held.superseded(among: unleased), [unleased[0].run], "a claim without a lease row too")
     }
 
     func testALeaseIsDroppableOnceAllItsJobsAreLetGoAndSettledOnlyWithoutANewSession() {
