@@ -167,13 +167,18 @@ public final class QueueWorker: Sendable {
         do {
             let claimed = try await self.claim(limit: claim.limit, handingBack: claim.handingBack)
             healthy.store(true, ordering: .relaxed)
-            start(claimed)
+            // The claim's jobs are held and counted as verifying before its turn is given back, so
+            // the next claim sees their slots taken and a hand-back leaves them alone; they start
+            // after, while the next claim is on its way (with slots for it: `concurrency` of three
+            // batches or more).
+            let jobs = hold(claimed)
             let handBackWaits = claims.withLock { claims in
                 claims.succeeded(claim, claimed: claimed.count)
                 return claims.handBackDue
             }
             // A hand-back waits for the claims in flight to end: tell it this one has.
             if claimed.count == claim.limit || handBackWaits { wake.wake() }
+            start(jobs)
         } catch {
             let connectionLost = (error as? PostgresError)?.isConnectionLost ?? false
             let backoff = claims.withLock { $0.failed(claim, connectionLost: connectionLost) }
@@ -206,18 +211,24 @@ public final class QueueWorker: Sendable {
         return result.claimed
     }
 
-    /// Starts a claim's jobs, but none this process runs already (`HeldJobs.hold`); the
-    /// bookkeeping is done once per claim.
-    private func start(_ claimed: [ClaimedJob]) {
+    /// Holds a claim's jobs, but none this process runs already (`HeldJobs.hold`), and counts
+    /// them as verifying; the jobs to start.
+    private func hold(_ claimed: [ClaimedJob]) -> [ClaimedJob] {
         let jobs = held.hold(claimed)
         if jobs.count < claimed.count {
             logger.notice("jobs_claimed_again", ["jobs": .int(claimed.count - jobs.count),
                                                  "hint": "an earlier claim of theirs was undone (a crash or failover); each runs once"])
         }
-        guard !jobs.isEmpty else { return }
+        guard !jobs.isEmpty else { return jobs }
         inflight.add(jobs.count, ordering: .acquiringAndReleasing)
         metrics.inflight.add(Double(jobs.count))
         metrics.claimed.add(Double(jobs.count))
+        return jobs
+    }
+
+    /// Starts held jobs (`hold`); the bookkeeping is done once per claim.
+    private func start(_ jobs: [ClaimedJob]) {
+        guard !jobs.isEmpty else { return }
         let deadline = ContinuousClock.now + .seconds(configuration.verifyDeadline)
         let claim = running.withLock { $0.begin(jobs.map(\.id), deadline: deadline) }
         // A taker runs on this task until its first suspension (a request to Apple): no hop to
