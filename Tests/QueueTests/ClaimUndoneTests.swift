@@ -11,15 +11,8 @@ import XCTest
 final class ClaimUndoneTests: XCTestCase {
     func testJobsOfAnUndoneClaimTakenAgainByTheSameWorkerRunOnceAndFinishOnce() async throws {
         let fixture = try await QueueFixture.make()
-        try await fixture.enqueue(5)
-        let held = HeldVerifications()
-        let worker = fixture.worker(held.handler) {
-            $0.concurrency = 20 // slots to spare: the worker claims again while the five run
-            $0.claimBatch = 10
-        }
-        let run = Task { await worker.run() }
-        let allRunning = try await fixture.eventually { held.started.load(ordering: .relaxed) == 5 }
-        XCTAssertTrue(allRunning)
+        let holding = try await fixture.workerHoldingFive()
+        let (held, worker, run) = try XCTUnwrap(holding, "the five jobs start")
         // The claim undone, as a crash restores it: the jobs queued at their former attempt, in
         // the ready set again, its lease row gone.
         _ = try await fixture.client.query("""

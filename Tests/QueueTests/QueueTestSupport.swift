@@ -77,6 +77,27 @@ struct QueueFixture {
                            metrics: QueueMetrics(registry: registry), listenerConninfo: url)
     }
 
+    /// A worker running five jobs, each held in its verification (`held`), with slots to spare:
+    /// it claims again while they run. Nil if they did not all start.
+    func workerHoldingFive(configure: (inout QueueConfiguration) -> Void = { _ in }) async throws
+        -> (held: HeldVerifications, worker: QueueWorker, run: Task<Void, Never>)? {
+        try await enqueue(5)
+        let held = HeldVerifications()
+        let worker = worker(held.handler) {
+            $0.concurrency = 20
+            $0.claimBatch = 10
+            configure(&$0)
+        }
+        let run = Task { await worker.run() }
+        let started = try await eventually { held.started.load(ordering: .relaxed) == 5 }
+        guard started else {
+            worker.shutdown()
+            await run.value
+            return nil
+        }
+        return (held, worker, run)
+    }
+
     /// Polls `condition` until true or `seconds` pass.
     func eventually(_ seconds: Double = 30, _ condition: () async throws -> Bool) async throws -> Bool {
         try await TestSupport.eventually(seconds, condition)

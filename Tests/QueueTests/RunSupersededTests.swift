@@ -12,16 +12,9 @@ import XCTest
 final class RunSupersededTests: XCTestCase {
     func testAnEarlierRunsResultWaitingBesideTheLaterRunsIsDroppedAndTheJobFinishesOnce() async throws {
         let fixture = try await QueueFixture.make()
-        try await fixture.enqueue(5)
-        let held = HeldVerifications()
-        let worker = fixture.worker(held.handler) {
-            $0.concurrency = 20 // slots to spare: the worker claims again while the five run
-            $0.claimBatch = 10
-            $0.completionLinger = 0.5 // every result released together lands in one batch
-        }
-        let run = Task { await worker.run() }
-        let firstRuns = try await fixture.eventually { held.started.load(ordering: .relaxed) == 5 }
-        XCTAssertTrue(firstRuns)
+        // Every result released together lands in one batch.
+        let holding = try await fixture.workerHoldingFive { $0.completionLinger = 0.5 }
+        let (held, worker, run) = try XCTUnwrap(holding, "the five jobs start")
         // The rescuer's work once the leases ran out: the jobs queued again at the attempt they
         // spent, in the ready set, their lease row gone.
         _ = try await fixture.client.query("""
