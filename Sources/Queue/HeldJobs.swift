@@ -51,12 +51,12 @@ final class HeldJobs: Sendable {
         /// Jobs a later claim took again while they ran here (`hold`), by that claim's lease:
         /// let go of there too, without being counted twice.
         var alsoUnder: [Int: Int] = [:]
-        /// Runs held here whose job a later claim took at a later attempt: their lease ran out and
+        /// Runs held here whose job a later claim took at another attempt: their lease ran out and
         /// the job was rescued, so their results are not to be written (`superseded(among:)`).
         var superseded: Set<JobRun> = []
 
         /// Of `claimed`, the jobs held here already: at the same attempt (`again`, each with the
-        /// lease it is held under, -1: none, `unleased`), or at an earlier one (`superseded`, the
+        /// lease it is held under, -1: none, `unleased`), or at another one (`superseded`, the
         /// earlier runs). Only leases whose ids overlap the claim's are searched: claims of a
         /// backlog do not overlap, so the usual claim costs a comparison per lease in flight.
         func heldBefore(_ claimed: [ClaimedJob]) -> (again: [Int: Int], superseded: [JobRun]) {
@@ -70,7 +70,7 @@ final class HeldJobs: Sendable {
                     let attempt = lease.attempts[position]
                     if attempt == job.attempts {
                         again[job.id] = id
-                    } else if attempt < job.attempts {
+                    } else {
                         superseded.append(JobRun(jobID: job.id, leaseID: id, attempt: attempt))
                     }
                 }
@@ -80,7 +80,7 @@ final class HeldJobs: Sendable {
                     guard let attempt = unleased[job.id] else { continue }
                     if attempt == job.attempts {
                         again[job.id] = -1
-                    } else if attempt < job.attempts {
+                    } else {
                         superseded.append(JobRun(jobID: job.id, leaseID: nil, attempt: attempt))
                     }
                 }
@@ -106,8 +106,9 @@ final class HeldJobs: Sendable {
     /// since the lease check names the worker, not the run. It is held under the new claim's
     /// lease row too, so that row, the rescuer's way to the job now, stays while the job runs.
     ///
-    /// At a later attempt, the job's lease here ran out and the rescuer gave it back: the new
-    /// run starts, and the earlier run is superseded (`superseded(among:)`) until it is let go.
+    /// At another attempt (a later one, or a fresh round after a sweep), the job's lease here ran
+    /// out and the rescuer gave it back: the new run starts, and the earlier run is superseded
+    /// (`superseded(among:)`) until it is let go.
     ///
     /// The claim's session count is its jobs' (`ClaimedJob.sessionEpoch`, read before the claim
     /// was sent), not the pool's now: a session opened while the claim was in flight makes its
@@ -161,6 +162,9 @@ final class HeldJobs: Sendable {
                 if !state.superseded.isEmpty { state.superseded.remove(job.run) }
                 // Taken again by a later claim while it ran here: let go of under that claim's lease too.
                 if !state.alsoUnder.isEmpty, let later = state.alsoUnder.removeValue(forKey: job.id) {
+                    if !state.superseded.isEmpty {
+                        state.superseded.remove(JobRun(jobID: job.id, leaseID: later, attempt: job.attempts))
+                    }
                     if later == current?.id {
                         _ = current?.lease.letGo(job.id)
                     } else if var entry = state.leases.removeValue(forKey: later) {

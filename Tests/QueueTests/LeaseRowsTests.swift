@@ -33,7 +33,7 @@ final class LeaseRowsTests: XCTestCase {
         XCTAssertEqual(held.count, 3)
     }
 
-    func testARunWhoseJobIsClaimedAgainAtALaterAttemptIsSupersededUntilLetGo() {
+    func testARunWhoseJobIsClaimedAgainAtAnotherAttemptIsSupersededUntilLetGo() {
         let held = HeldJobs()
         let first = claimed(1...3, lease: 10)
         held.hold(first)
@@ -50,6 +50,17 @@ final class LeaseRowsTests: XCTestCase {
         held.hold(unleased)
         held.hold(claimed(7...7, lease: nil, attempts: 2))
         XCTAssertEqual(held.superseded(among: unleased), [unleased[0].run], "a claim without a lease row too")
+        let exhausted = claimed(8...8, lease: 20, attempts: 6)
+        held.hold(exhausted)
+        held.hold(claimed(8...8, lease: 21, attempts: 1)) // rescued as timed out, swept, claimed in a fresh round
+        XCTAssertEqual(held.superseded(among: exhausted), [exhausted[0].run], "any other attempt supersedes it")
+        // A run held under two leases (its claim undone and taken again) is forgotten under both when let go.
+        let run = claimed(30...30, lease: 40)
+        held.hold(run)
+        held.hold(claimed(30...30, lease: 41))
+        held.hold(claimed(30...30, lease: 42, attempts: 2))
+        held.letGo(run)
+        XCTAssertEqual(held.superseded(among: claimed(30...30, lease: 41)), [])
     }
 
     func testALeaseIsDroppableOnceAllItsJobsAreLetGoAndSettledOnlyWithoutANewSession() {
