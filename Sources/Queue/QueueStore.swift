@@ -230,8 +230,9 @@ public struct QueueStore: Sendable {
     /// rescans the batch for every job leased to the worker, long enough to lose the leases.
     ///
     /// The values are dictionary-coded: `$2` gives each row the 1-based number of its values in
-    /// `$3`…`$7`, which hold each distinct combination once (`$2` is empty when there is one). Reaching element k of a text or
-    /// jsonb array (or of any array with NULLs) walks the k elements before it, so one array per
+    /// `$3`…`$7`, which hold each distinct combination once (`$2` is empty when there is only
+    /// one). Reaching element k of a text or jsonb array (or of any array with NULLs) walks the
+    /// k elements before it, so one array per
     /// column indexed by position would cost every row a walk of half the batch; `$1` and `$2`
     /// are fixed-width without NULLs, reached directly, and a batch's distinct value
     /// combinations are few (results of one kind, mostly).
@@ -355,7 +356,8 @@ public struct QueueStore: Sendable {
         // One combination (a claim's worth of one kind of result, the usual batch): every row's
         // number is 1, which the statement and `iap.complete_done_jobs` take without reading $2.
         return [
-            rows.map { $0.id }, distinct.count == 1 ? [] : codes, distinct.map { $0.state }, distinct.map { $0.outcome }, distinct.map { $0.delaySeconds },
+            rows.map { $0.id }, distinct.count == 1 ? [] : codes,
+            distinct.map { $0.state }, distinct.map { $0.outcome }, distinct.map { $0.delaySeconds },
             distinct.map { $0.appleStatus.map(Int64.init) }, distinct.map { $0.error }, Self.transactionIDsByJob(rows), workerID,
         ]
     }

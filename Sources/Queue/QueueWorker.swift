@@ -211,8 +211,8 @@ public final class QueueWorker: Sendable {
         return result.claimed
     }
 
-    /// Holds a claim's jobs, but none this process runs already (`HeldJobs.hold`), and counts
-    /// them as verifying; the jobs to start.
+    /// Holds a claim's jobs, but none this process runs already at the same attempt
+    /// (`HeldJobs.hold`), and counts them as verifying; the jobs to start.
     private func hold(_ claimed: [ClaimedJob]) -> [ClaimedJob] {
         let jobs = held.hold(claimed)
         if jobs.count < claimed.count {
