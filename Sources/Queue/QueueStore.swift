@@ -232,10 +232,9 @@ public struct QueueStore: Sendable {
     /// The values are dictionary-coded: `$2` gives each row the 1-based number of its values in
     /// `$3`…`$7`, which hold each distinct combination once (`$2` is empty when there is only
     /// one). Reaching element k of a text or jsonb array (or of any array with NULLs) walks the
-    /// k elements before it, so one array per
-    /// column indexed by position would cost every row a walk of half the batch; `$1` and `$2`
-    /// are fixed-width without NULLs, reached directly, and a batch's distinct value
-    /// combinations are few (results of one kind, mostly).
+    /// k elements before it, so one array per column indexed by position would cost every row a
+    /// walk of half the batch; `$1` and `$2` are fixed-width without NULLs, reached directly, and
+    /// a batch's distinct value combinations are few (results of one kind, mostly).
     /// Transaction ids are a row's own (each credit has its own), so they are not part of a
     /// combination: `$8` is one jsonb object from job id to its ids, found by binary search.
     /// As a coded column they would make every credited row a combination of its own and the

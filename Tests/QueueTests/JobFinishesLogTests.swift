@@ -120,16 +120,12 @@ final class JobFinishesLogTests: XCTestCase {
     /// `done`; the worker stops once `until` holds (true) or after 30 s (false).
     private func runFiveHeldJobs(_ fixture: QueueFixture, meanwhile: () async throws -> Void,
                                  until finished: () async throws -> Bool) async throws -> Bool {
-        try await fixture.enqueue(5)
-        let held = HeldVerifications()
-        let worker = fixture.worker(held.handler) {
+        let holding = try await fixture.workerHoldingFive {
             $0.concurrency = 5
             $0.claimBatch = 5
             $0.completionLinger = 0.2
         }
-        let run = Task { await worker.run() }
-        let allStarted = try await fixture.eventually { held.started.load(ordering: .relaxed) == 5 }
-        XCTAssertTrue(allStarted)
+        let (held, worker, run) = try XCTUnwrap(holding, "the five jobs start")
         try await meanwhile()
         held.release()
         let done = try await fixture.eventually { try await finished() }

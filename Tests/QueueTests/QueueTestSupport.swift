@@ -77,8 +77,8 @@ struct QueueFixture {
                            metrics: QueueMetrics(registry: registry), listenerConninfo: url)
     }
 
-    /// A worker running five jobs, each held in its verification (`held`), with slots to spare:
-    /// it claims again while they run. Nil if they did not all start.
+    /// A worker running five jobs, each held in its verification (`held`), with slots to spare
+    /// unless `configure` takes them: it claims again while they run. Nil if they did not all start.
     func workerHoldingFive(configure: (inout QueueConfiguration) -> Void = { _ in }) async throws
         -> (held: HeldVerifications, worker: QueueWorker, run: Task<Void, Never>)? {
         try await enqueue(5)
