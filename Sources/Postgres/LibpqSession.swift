@@ -354,7 +354,7 @@ final class LibpqSession {
                 }
                 initialized = size
             }
-            return PostgresRows(columns: columns, storage: PostgresRows.Storage(bytes: bytes, starts: starts, counts: counts),
+            return PostgresRows(columns: columns, bytes: bytes, starts: starts, counts: counts,
                                 rowCount: rowCount, affectedRows: rowCount)
         case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_COPY_IN, PGRES_COPY_OUT:
             let affected = Int(String(cString: PQcmdTuples(result))) ?? 0

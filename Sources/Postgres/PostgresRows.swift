@@ -6,7 +6,7 @@ import Foundation
 /// allocations for its cells, not one per row or per cell). A cell becomes a Swift value only
 /// when decoded, and a number is read from its bytes without a String in between.
 public struct PostgresRows: Sendable, RandomAccessCollection {
-    public let columns: [String]
+    public var columns: [String] { storage.columns }
     @usableFromInline let storage: Storage
     /// Rows touched by INSERT/UPDATE/DELETE (PQcmdTuples), or the row count.
     public let affectedRows: Int
@@ -14,27 +14,33 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
     public var commandTag: String = ""
     private let rowCount: Int
 
-    /// Every cell, row after row: `columns.count` per row.
+    /// The column names and every cell, row after row: `columns.count` per row. One object, so a
+    /// row is one reference to it (a claim reads 1,000 rows, each counted in and out once).
     @usableFromInline
-    struct Storage: Sendable {
+    final class Storage: Sendable {
+        @usableFromInline let columns: [String]
         /// The cells' bytes, back to back.
         @usableFromInline let bytes: [UInt8]
         /// Per cell: where its bytes start in `bytes`, and how many there are (-1: NULL).
         @usableFromInline let starts: [Int32]
         @usableFromInline let counts: [Int32]
+
+        init(columns: [String], bytes: [UInt8], starts: [Int32], counts: [Int32]) {
+            self.columns = columns
+            self.bytes = bytes
+            self.starts = starts
+            self.counts = counts
+        }
     }
 
     /// A result with no rows (a command's).
     public init(affectedRows: Int, commandTag: String = "") {
-        self.init(columns: [], storage: Storage(bytes: [], starts: [], counts: []), rowCount: 0, affectedRows: affectedRows,
-                  commandTag: commandTag)
+        self.init(columns: [], bytes: [], starts: [], counts: [], rowCount: 0, affectedRows: affectedRows, commandTag: commandTag)
     }
 
-    init(columns: [String], storage: Storage, rowCount: Int, affectedRows: Int, commandTag: String = "") {
-        precondition(storage.counts.count == rowCount * columns.count && storage.starts.count == storage.counts.count,
-                     "cells must fill the rows")
-        self.columns = columns
-        self.storage = storage
+    init(columns: [String], bytes: [UInt8], starts: [Int32], counts: [Int32], rowCount: Int, affectedRows: Int, commandTag: String = "") {
+        precondition(counts.count == rowCount * columns.count && starts.count == counts.count, "cells must fill the rows")
+        storage = Storage(columns: columns, bytes: bytes, starts: starts, counts: counts)
         self.rowCount = rowCount
         self.affectedRows = affectedRows
         self.commandTag = commandTag
@@ -45,18 +51,17 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
 
     public subscript(index: Int) -> PostgresRow {
         precondition(index >= 0 && index < rowCount, "row \(index) of \(rowCount)")
-        return PostgresRow(columns: columns, storage: storage, base: index * columns.count)
+        return PostgresRow(storage: storage, base: index * storage.columns.count)
     }
 }
 
 public struct PostgresRow: Sendable {
-    public let columns: [String]
-    /// The result's cells; this row's start at `base`.
+    public var columns: [String] { storage.columns }
+    /// The result's columns and cells; this row's start at `base`.
     @usableFromInline let storage: PostgresRows.Storage
     @usableFromInline let base: Int
 
-    init(columns: [String], storage: PostgresRows.Storage, base: Int) {
-        self.columns = columns
+    init(storage: PostgresRows.Storage, base: Int) {
         self.storage = storage
         self.base = base
     }
@@ -76,13 +81,14 @@ public struct PostgresRow: Sendable {
     /// the worker about 0.2 µs per job.
     @inlinable
     public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, at index: Int) throws -> T {
-        guard index >= 0 && index < columns.count else { throw PostgresError(kind: .client, message: "no column #\(index)") }
+        let storage = self.storage
+        guard index >= 0 && index < storage.columns.count else { throw PostgresError(kind: .client, message: "no column #\(index)") }
         let cell = base + index
         let count = Int(storage.counts[cell])
-        guard count >= 0 else { return try T.decode(postgresBytes: nil, column: columns[index]) }
+        guard count >= 0 else { return try T.decode(postgresBytes: nil, column: storage.columns[index]) }
         let start = Int(storage.starts[cell])
         return try storage.bytes.withUnsafeBufferPointer { bytes in
-            try T.decode(postgresBytes: UnsafeBufferPointer(rebasing: bytes[start..<start + count]), column: columns[index])
+            try T.decode(postgresBytes: UnsafeBufferPointer(rebasing: bytes[start..<start + count]), column: storage.columns[index])
         }
     }
 
