@@ -32,7 +32,7 @@ let package = Package(
         // A leaf: a strict byte-level JSON reader and writer for the hot paths, and the one JSON string escaper.
         .target(name: "JSONWire"),
         // Database access: libpq connections on their own threads, typed rows, COPY, LISTEN/NOTIFY.
-        .target(name: "Postgres", dependencies: ["CLibPQ", "UTCTime"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "UTCTime", "JSONWire"]),
         // A private throw-away cluster from the system initdb/pg_ctl (demo, tests, benchmarks).
         .target(name: "EmbeddedPostgres"),
         // Leaves: logging and metrics; a small HTTP/1.1 server and client transport (TLS on OpenSSL).

@@ -35,17 +35,27 @@ public struct JSONWriter: Sendable {
     }
 
     /// `value`'s decimal digits (and sign) written straight into `out`, without a String made
-    /// for them: the same text as `String(value)`. Log lines write a few per line.
+    /// for them: the same text as `String(value)`. Log lines write a few per line, and a
+    /// completion's id arrays a thousand (`PostgresArrayLiteral`).
     public static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
-        var divisor: UInt = 1
-        while magnitude / divisor >= 10 { divisor *= 10 }
-        repeat {
-            out.append(UInt8(ascii: "0") + UInt8(magnitude / divisor))
-            magnitude %= divisor
-            divisor /= 10
-        } while divisor > 0
+        // Least significant first into a buffer on the stack (20 digits hold any Int), then out in order.
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var count = 0
+            repeat {
+                buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            while count > 0 {
+                count -= 1
+                out.append(buffer[count])
+            }
+        }
     }
 
     public mutating func bool(_ value: Bool) { literal(value ? "true" : "false") }

@@ -1,3 +1,5 @@
+import JSONWire
+
 /// The text form of one-dimensional arrays (`{1,2,"a b",NULL}`), both ways.
 enum PostgresArrayLiteral {
     /// UTF-8 bytes, built directly: arrays of hundreds of values go out per statement, and
@@ -37,25 +39,9 @@ enum PostgresArrayLiteral {
         var out: [UInt8] = []
         out.reserveCapacity(2 + integers.count * 12)
         out.append(UInt8(ascii: "{"))
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         for (index, integer) in integers.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            if integer < 0 { out.append(UInt8(ascii: "-")) }
-            var magnitude = integer.magnitude
-            withUnsafeMutableBytes(of: &digits) { buffer in
-                var count = 0
-                repeat {
-                    buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                    magnitude /= 10
-                    count += 1
-                } while magnitude > 0
-                while count > 0 {
-                    count -= 1
-                    out.append(buffer[count])
-                }
-            }
+            JSONWriter.appendDecimal(integer, to: &out)
         }
         out.append(UInt8(ascii: "}"))
         return out
