@@ -1,10 +1,8 @@
 import Postgres
 
 /// A verifier's answer with the handler's `Work` type erased: what the engine carries from a
-/// job's task to the completer. Inline, not boxed like `Verification`: it is made from the
-/// handler's answer after the wait on Apple, so only the job's last frame holds it, and a box
-/// would be one more allocation and release for every job.
-enum JobVerdict: Sendable {
+/// job's task to the completer. Indirect (one pointer), for the reason `Verification` is.
+indirect enum JobVerdict: Sendable {
     case decided(JobOutcome)
     case settle(any Sendable)
 
