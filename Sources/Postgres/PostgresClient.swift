@@ -76,7 +76,7 @@ public final class PostgresClient: Sendable {
                       durability: CommitDurability = .flushed) async throws -> PostgresRows {
         try await retryingOnceIfLost {
             try await withConnection { connection in
-                try await connection.transaction(planning: planning, durability: durability) { try await $0.commit(after: [statement])[0] }
+                try await connection.transaction(planning: planning, durability: durability, committing: [statement])[0]
             }
         }
     }
