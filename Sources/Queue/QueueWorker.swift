@@ -158,11 +158,14 @@ public final class QueueWorker: Sendable {
                 group.addTask { [self] in await run(claim) }
             }
         }
+        // Claims begun by a claim (`chainedClaim`) are not the group's: wait for them too.
+        while claims.withLock({ $0.running }) > 0 { _ = await wakeups.next() }
     }
 
-    /// One claim of the claim loop, in its own task. The loop is woken when the claim came back
-    /// full (more may wait), failed, or a hand-back waits for it; a claim that emptied the queue
-    /// waits for news.
+    /// One claim, in its own task. A claim that came back full begins the next one itself when a
+    /// whole batch of slots is free (`chainedClaim`); otherwise the loop is woken when the claim
+    /// came back full (more may wait), failed, or a hand-back or the shutdown waits for it. A
+    /// claim that emptied the queue waits for news.
     private func run(_ claim: ClaimsInFlight.Claim) async {
         do {
             let claimed = try await self.claim(limit: claim.limit, handingBack: claim.handingBack)
@@ -172,12 +175,18 @@ public final class QueueWorker: Sendable {
             // after, while the next claim is on its way (with slots for it: `concurrency` of three
             // batches or more).
             let jobs = hold(claimed)
-            let handBackWaits = claims.withLock { claims in
+            let free = freeSlots()
+            let (handBackWaits, next) = claims.withLock { claims in
                 claims.succeeded(claim, claimed: claimed.count)
-                return claims.handBackDue
+                return (claims.handBackDue, chainedClaim(&claims, free: free))
             }
-            // A hand-back waits for the claims in flight to end: tell it this one has.
-            if claimed.count == claim.limit || handBackWaits { wake.wake() }
+            if let next {
+                // Sent before this claim's jobs start; it runs here until it waits for its reply.
+                Task.immediate { [self] in await run(next) }
+            } else if claimed.count == claim.limit || handBackWaits || stopping.load(ordering: .acquiring) {
+                // More may wait; or a hand-back, or the shutdown, waits for the claims in flight to end.
+                wake.wake()
+            }
             start(jobs)
         } catch {
             let connectionLost = (error as? PostgresError)?.isConnectionLost ?? false
@@ -188,6 +197,17 @@ public final class QueueWorker: Sendable {
             claims.withLock { $0.end(claim) }
             wake.wake()
         }
+    }
+
+    /// The next claim, begun by the claim that just came back rather than by the claim loop, when
+    /// it came back full (more jobs wait) and a whole batch of slots is free: the loop's wake-up
+    /// and a new task's start, each a thread's wake-up, no longer lie between one claim's reply
+    /// and the next claim. Anything else (part batches, lingering, hand-backs, backoff) is the
+    /// loop's.
+    private func chainedClaim(_ claims: inout ClaimsInFlight, free: (verifying: Int, writing: Int)) -> ClaimsInFlight.Claim? {
+        guard claims.backlog, !claims.handBackDue, !stopping.load(ordering: .acquiring),
+              claims.slots(verifying: free.verifying, writing: free.writing) == configuration.claimBatch else { return nil }
+        return claims.begin(verifying: free.verifying, writing: free.writing)
     }
 
     /// Verifications that may start now. Results waiting to be written still hold their leases:
