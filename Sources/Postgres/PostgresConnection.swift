@@ -89,7 +89,7 @@ public final class PostgresConnection: @unchecked Sendable {
         for statement in statements { try statement.checkParameters() }
         return try await onThread { [self] in
             guard inTransaction else { throw PostgresError(kind: .client, message: "commit(after:) outside a transaction") }
-            return Array(try send(statements + [PostgresStatement("COMMIT")]).dropLast())
+            return try sendCommitting(statements)
         }
     }
 
@@ -190,7 +190,7 @@ public final class PostgresConnection: @unchecked Sendable {
         do {
             return try await onThread { [self] in
                 try begin(planning: planning, durability: durability)
-                return Array(try send(statements + [PostgresStatement("COMMIT")]).dropLast())
+                return try sendCommitting(statements)
             }
         } catch {
             await endFailedTransaction()
@@ -309,6 +309,11 @@ public final class PostgresConnection: @unchecked Sendable {
                                 message: "COMMIT was answered ROLLBACK: the transaction had failed earlier, nothing was committed")
         }
         return rows.dropFirst(begin.count).map { $0 ?? PostgresRows(affectedRows: 0) }
+    }
+
+    /// `statements` and COMMIT in one round trip; the statements' rows.
+    private func sendCommitting(_ statements: [PostgresStatement]) throws -> [PostgresRows] {
+        Array(try send(statements + [PostgresStatement("COMMIT")]).dropLast())
     }
 
     /// A prepared statement whose result changed type under it (a column's type altered by a
