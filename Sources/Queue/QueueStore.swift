@@ -134,8 +134,7 @@ public struct QueueStore: Sendable {
             }
         }
         // Oldest first as picked (run_at, id); by id within what this claim returned.
-        if jobs.indices.dropFirst().contains(where: { jobs[$0 - 1].id > jobs[$0].id }) { jobs.sort { $0.id < $1.id } }
-        return jobs
+        return orderedByID(jobs) { $0.id }
     }
 
     /// Of the jobs given (id and content as claimed), those whose id names a job with other content
@@ -329,10 +328,7 @@ public struct QueueStore: Sendable {
 
     /// `completeUpdateSQL`'s values for a batch: its ids sorted, their codes, the distinct values.
     private static func updateBinds(_ unsorted: [CompletionRow], workerID: String) -> [any PostgresEncodable] {
-        // The statement finds each row's position by binary search. A batch is mostly in order
-        // already (a claim's jobs, finished in turn): checked by index, without copying a row.
-        let inOrder = unsorted.indices.dropFirst().allSatisfy { unsorted[$0 - 1].id < unsorted[$0].id }
-        let rows = inOrder ? unsorted : unsorted.sorted { $0.id < $1.id }
+        let rows = orderedByID(unsorted) { $0.id } // the statement finds each row's position by binary search
         var numbers: [CompletionValues: Int] = [:]
         var distinct: [CompletionValues] = []
         var codes: [Int] = []
@@ -731,6 +727,14 @@ public struct QueueStore: Sendable {
     public func notifyWorkers() async throws {
         _ = try await client.query("SELECT pg_notify('iap_jobs', '')")
     }
+}
+
+/// `items` by id. A claim's rows and a batch of its results are mostly in order already (a
+/// claim's jobs, finished in turn): checked by index, without copying an element, and sorted
+/// only when one is out of place.
+private func orderedByID<Item>(_ items: [Item], _ id: (Item) -> Int) -> [Item] {
+    guard items.indices.dropFirst().contains(where: { id(items[$0 - 1]) > id(items[$0]) }) else { return items }
+    return items.sorted { id($0) < id($1) }
 }
 
 /// A claimed job without its request row: the two tables of a job are written in one
