@@ -343,8 +343,9 @@ final class LibpqSession {
             var size = 0
             for row in 0..<Int32(rowCount) {
                 for column in 0..<Int32(columnCount) {
-                    let isNull = PQgetisnull(result, row, column) != 0
-                    let length = isNull ? -1 : Int(PQgetlength(result, row, column))
+                    // Only an empty cell may be NULL: one call per cell instead of two for the rest.
+                    var length = Int(PQgetlength(result, row, column))
+                    if length == 0 && PQgetisnull(result, row, column) != 0 { length = -1 }
                     starts.append(Int32(size))
                     counts.append(Int32(length))
                     size += max(0, length)
