@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The claim loop's bookkeeping (held under the worker's lock): claims run side by side, each
 /// on its own connection, so that the next batch is claimed while the last one's rows are still
 /// on their way; one claim at a time would make the claim statement the drain's critical path. A
@@ -63,26 +61,6 @@ struct ClaimsInFlight {
         return Claim(limit: limit, handingBack: handingBack)
     }
 
-    /// The next claim sent on `claim`'s own connection the moment its reply is in, before its
-    /// jobs are held (`QueueWorker.claimAhead`): when it came back full, no hand-back is due or
-    /// running, and a whole batch of slots is free beside the ones it reserved. It takes over the
-    /// turn `claim` ends, so it starts beside the claims in flight whatever `most` is.
-    mutating func chain(after claim: Claim, claimed: Int, verifying: Int, writing: Int) -> Claim? {
-        guard claimed == claim.limit, claim.limit == batch, !handBackDue, !handingBack, backingOff == 0,
-              min(verifying, writing) - reserved >= batch else { return nil }
-        running += 1
-        reserved += batch
-        return Claim(limit: batch, handingBack: false)
-    }
-
-    /// A claim reserved by `chain` whose reply will never be read (the connection it was sent on
-    /// broke, or it was never sent): its turn and slots given back, and the leases it may have
-    /// taken handed back by the next claim.
-    mutating func abandon(_ claim: Claim) {
-        handBackDue = true
-        release(claim)
-    }
-
     /// The claim came back with `claimed` jobs, already started.
     mutating func succeeded(_ claim: Claim, claimed: Int) {
         release(claim)
@@ -110,13 +88,4 @@ struct ClaimsInFlight {
         running -= 1
         reserved -= claim.limit
     }
-}
-
-/// The claim `QueueWorker.claimAhead` reserved on a connection's thread, until the task whose
-/// claim it follows takes it.
-final class AheadClaim: Sendable {
-    private let claim = Mutex<ClaimsInFlight.Claim?>(nil)
-
-    func put(_ claim: ClaimsInFlight.Claim) { self.claim.withLock { $0 = claim } }
-    func take() -> ClaimsInFlight.Claim? { claim.withLock { $0.take() } }
 }

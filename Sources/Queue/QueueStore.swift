@@ -102,53 +102,9 @@ public struct QueueStore: Sendable {
     /// flushed with every claim before it, so no result can outlive the claim it was made under.
     func claim(limit: Int, workerID: String, leaseSeconds: Double, cache: PayloadCache?) async throws -> [ClaimedJob] {
         let epoch = client.sessionsOpened
-        let rows = try await client.query(claimStatement(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, cache: cache, epoch: epoch),
+        let rows = try await client.query(PostgresStatement(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []]),
                                           planning: .reused, durability: .unflushed)
         return try await claimedJobs(rows, cache: cache, epoch: epoch)
-    }
-
-    /// A claim sent on a connection before the reply of the claim before it was decoded
-    /// (`claim(on:…)`): how many jobs it asks for, and the pool's sessions when it was made.
-    struct ClaimSentAhead: Sendable {
-        let limit: Int
-        let epoch: Int
-    }
-
-    /// The claim of `claim(limit:…)` on `connection`. When `next` gives a number of jobs once this
-    /// claim's rows are in (it is told how many), a claim of that many goes out at once on the
-    /// same connection, before these rows are decoded (`PostgresConnection.transaction(…sendingNext:)`):
-    /// `claimSentAhead` reads its reply. The connection serves nothing else until then.
-    func claim(on connection: PostgresConnection, limit: Int, workerID: String, leaseSeconds: Double, cache: PayloadCache?,
-               next: @escaping @Sendable (_ claimed: Int) -> Int?) async throws -> (jobs: [ClaimedJob], ahead: ClaimSentAhead?) {
-        let epoch = client.sessionsOpened
-        let reply = try await connection.transaction(
-            planning: .reused, durability: .unflushed,
-            committing: claimStatement(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, cache: cache, epoch: epoch),
-            sendingNext: aheadClaim(workerID: workerID, leaseSeconds: leaseSeconds, cache: cache, next: next))
-        return (try await claimedJobs(reply.rows, cache: cache, epoch: epoch), reply.next)
-    }
-
-    /// The reply of a claim sent ahead (`claim(on:…)`), which may send the next in turn.
-    func claimSentAhead(_ claim: ClaimSentAhead, on connection: PostgresConnection, workerID: String, leaseSeconds: Double,
-                        cache: PayloadCache?, next: @escaping @Sendable (_ claimed: Int) -> Int?) async throws
-        -> (jobs: [ClaimedJob], ahead: ClaimSentAhead?) {
-        let reply = try await connection.replyOfSent(sendingNext: aheadClaim(workerID: workerID, leaseSeconds: leaseSeconds,
-                                                                             cache: cache, next: next))
-        return (try await claimedJobs(reply.rows, cache: cache, epoch: claim.epoch), reply.next)
-    }
-
-    private func aheadClaim(workerID: String, leaseSeconds: Double, cache: PayloadCache?, next: @escaping @Sendable (Int) -> Int?)
-        -> @Sendable (Int) -> (statement: PostgresStatement, next: ClaimSentAhead)? {
-        { [client] claimed in
-            guard let limit = next(claimed) else { return nil }
-            let epoch = client.sessionsOpened
-            return (claimStatement(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, cache: cache, epoch: epoch),
-                    ClaimSentAhead(limit: limit, epoch: epoch))
-        }
-    }
-
-    private func claimStatement(limit: Int, workerID: String, leaseSeconds: Double, cache: PayloadCache?, epoch: Int) -> PostgresStatement {
-        PostgresStatement(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []])
     }
 
     /// The claimed jobs, each with its payload: from the claim's row, else from `cache`, else
@@ -591,7 +547,7 @@ public struct QueueStore: Sendable {
         let epoch = client.sessionsOpened
         let results = try await client.withConnection { connection in
             try await connection.pipeline([PostgresStatement(Self.handBackSQL, [workerID, holding]),
-                                           claimStatement(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, cache: cache, epoch: epoch)])
+                                           PostgresStatement(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []])])
         }
         return (try await claimedJobs(results[1], cache: cache, epoch: epoch), results[0].count)
     }

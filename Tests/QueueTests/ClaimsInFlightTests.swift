@@ -83,36 +83,4 @@ final class ClaimsInFlightTests: XCTestCase {
         let after = claims.begin(verifying: 10, writing: 20)!
         XCTAssertEqual(claims.failed(after, connectionLost: false), 0.1, "a success resets the backoff")
     }
-
-    func testAFullClaimHandsItsTurnToTheClaimSentAheadOfItsReply() {
-        var claims = ClaimsInFlight(most: 2, batch: 100, concurrency: 400)
-        let first = claims.begin(verifying: 400, writing: 800)!
-        let second = claims.begin(verifying: 400, writing: 800)!
-        XCTAssertNil(claims.begin(verifying: 400, writing: 800), "two in flight: the most")
-        // First's reply is in, its jobs not held yet: its 100 slots stay reserved beside the new claim's.
-        let ahead = claims.chain(after: first, claimed: 100, verifying: 400, writing: 800)
-        XCTAssertEqual(ahead, .init(limit: 100, handingBack: false))
-        XCTAssertEqual(claims.reserved, 300)
-        claims.succeeded(first, claimed: 100)
-        XCTAssertEqual(claims.running, 2, "the claim sent ahead took over first's turn")
-        XCTAssertEqual(claims.reserved, 200)
-        XCTAssertNil(claims.chain(after: second, claimed: 100, verifying: 250, writing: 700),
-                     "250 slots free less 200 reserved: not a whole batch")
-        XCTAssertNil(claims.chain(after: second, claimed: 99, verifying: 400, writing: 800), "a short claim: the queue is empty")
-        claims.succeeded(second, claimed: 99)
-        claims.handBackDue = true
-        XCTAssertNil(claims.chain(after: ahead!, claimed: 100, verifying: 400, writing: 800), "a hand-back waits for the claims in flight")
-    }
-
-    func testAClaimSentAheadWhoseReplyIsLostHandsItsLeasesBack() {
-        var claims = ClaimsInFlight(most: 2, batch: 100, concurrency: 300)
-        let first = claims.begin(verifying: 300, writing: 600)!
-        let ahead = claims.chain(after: first, claimed: 100, verifying: 300, writing: 600)!
-        _ = claims.failed(first, connectionLost: true)
-        claims.abandon(ahead)
-        claims.end(first)
-        XCTAssertEqual(claims.running, 0)
-        XCTAssertEqual(claims.reserved, 0)
-        XCTAssertEqual(claims.begin(verifying: 300, writing: 600)?.handingBack, true)
-    }
 }
