@@ -3,71 +3,80 @@ import Postgres
 /// A job as claimed: everything a verifier needs, nothing it may change. (Its age and sweeps
 /// stay in the database: no verifier reads them, so the claim does not send them.)
 ///
-/// Its fields live in one immutable object: a job is copied from its claim to its task, its
-/// result and its completion row, and a copy is one reference count, not one per string.
+/// A claim's jobs share one immutable object for their small fields (`ClaimedJobs`): a job is
+/// copied from its claim to its task, its result and its completion row, and a copy is one
+/// reference count, not one per string; a claim of 1,000 jobs is one allocation, not 1,000. The
+/// payload, a receipt of kilobytes, is the job's own, so a job still running does not keep its
+/// whole claim's receipts alive.
 public struct ClaimedJob: Sendable, Equatable {
-    private final class Fields: Sendable {
-        let id: Int
-        let kind: String
-        let userID: String?
-        let orderID: String?
-        let productID: String?
-        let payload: String
-        let attempts: Int
-        let leaseID: Int?
-        let rowVersion: PostgresTID?
-        let sessionEpoch: Int
+    private let claim: ClaimedJobs
+    private let index: Int
+    public let payload: String
 
-        init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int,
-             leaseID: Int?, rowVersion: PostgresTID?, sessionEpoch: Int) {
-            self.id = id
-            self.kind = kind
-            self.userID = userID
-            self.orderID = orderID
-            self.productID = productID
-            self.payload = payload
-            self.attempts = attempts
-            self.leaseID = leaseID
-            self.rowVersion = rowVersion
-            self.sessionEpoch = sessionEpoch
-        }
-    }
-
-    private let fields: Fields
-
+    private var fields: ClaimedJobs.Fields { claim.jobs[index] }
     public var id: Int { fields.id }
     public var kind: String { fields.kind }
     public var userID: String? { fields.userID }
     public var orderID: String? { fields.orderID }
     public var productID: String? { fields.productID }
-    public var payload: String { fields.payload }
     /// Attempts in this round, including the one now running.
     public var attempts: Int { fields.attempts }
     /// The claim's row in iap.job_leases (migration 0029), deleted once the claim's jobs are all let go.
-    var leaseID: Int? { fields.leaseID }
+    var leaseID: Int? { claim.leaseID }
     /// The job's row version as the claim left it (`ctid`): a batch of `done` results finds its
     /// rows by it (migration 0042). Nil for a job not claimed by `QueueStore`.
     var rowVersion: PostgresTID? { fields.rowVersion }
     /// How many sessions the pool had opened when the job was claimed (`PostgresClient.sessionsOpened`;
     /// -1 when not claimed through a pool). Once the pool has opened another, the job id may name a
     /// different job (a failover to a standby that lost the last commits gives ids out again).
-    var sessionEpoch: Int { fields.sessionEpoch }
+    var sessionEpoch: Int { claim.sessionEpoch }
 
     public init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int) {
-        fields = Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
-                        leaseID: nil, rowVersion: nil, sessionEpoch: -1)
+        self.init(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
+                  leaseID: nil, sessionEpoch: -1)
     }
 
     init(id: Int, kind: String, userID: String?, orderID: String?, productID: String?, payload: String, attempts: Int, leaseID: Int?,
          rowVersion: PostgresTID? = nil, sessionEpoch: Int) {
-        fields = Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
-                        leaseID: leaseID, rowVersion: rowVersion, sessionEpoch: sessionEpoch)
+        let fields = ClaimedJobs.Fields(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, attempts: attempts,
+                                        rowVersion: rowVersion)
+        self.init(ClaimedJobs(jobs: [fields], leaseID: leaseID, sessionEpoch: sessionEpoch), 0, payload: payload)
+    }
+
+    /// The `index`th job of `claim`.
+    init(_ claim: ClaimedJobs, _ index: Int, payload: String) {
+        self.claim = claim
+        self.index = index
+        self.payload = payload
     }
 
     public static func == (lhs: ClaimedJob, rhs: ClaimedJob) -> Bool {
-        lhs.fields === rhs.fields
-            || (lhs.id == rhs.id && lhs.kind == rhs.kind && lhs.userID == rhs.userID && lhs.orderID == rhs.orderID
-                && lhs.productID == rhs.productID && lhs.payload == rhs.payload && lhs.attempts == rhs.attempts)
+        lhs.id == rhs.id && lhs.kind == rhs.kind && lhs.userID == rhs.userID && lhs.orderID == rhs.orderID
+            && lhs.productID == rhs.productID && lhs.payload == rhs.payload && lhs.attempts == rhs.attempts
+    }
+}
+
+/// The small fields of one claim's jobs, in one object the claim's `ClaimedJob`s share, with what
+/// the claim gave all of them: its lease row and the pool's sessions when it was made.
+final class ClaimedJobs: Sendable {
+    struct Fields: Sendable {
+        let id: Int
+        let kind: String
+        let userID: String?
+        let orderID: String?
+        let productID: String?
+        let attempts: Int
+        let rowVersion: PostgresTID?
+    }
+
+    let jobs: [Fields]
+    let leaseID: Int?
+    let sessionEpoch: Int
+
+    init(jobs: [Fields], leaseID: Int?, sessionEpoch: Int) {
+        self.jobs = jobs
+        self.leaseID = leaseID
+        self.sessionEpoch = sessionEpoch
     }
 }
 
@@ -88,12 +97,6 @@ public struct JobRun: Hashable, Sendable {
 
 extension ClaimedJob {
     public var run: JobRun { JobRun(jobID: id, leaseID: leaseID, attempt: attempts) }
-
-    /// The same job with its payload (read again after the claim left it out).
-    func with(payload: String) -> ClaimedJob {
-        ClaimedJob(id: id, kind: kind, userID: userID, orderID: orderID, productID: productID, payload: payload, attempts: attempts,
-                   leaseID: leaseID, rowVersion: rowVersion, sessionEpoch: sessionEpoch)
-    }
 }
 
 /// Where a finished job rests: the terminal values of `iap.jobs.state`.

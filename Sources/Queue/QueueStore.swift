@@ -112,27 +112,30 @@ public struct QueueStore: Sendable {
     /// the list was made: the claim may have run on another server) read again.
     func claimedJobs(_ rows: PostgresRows, cache: PayloadCache?, epoch: Int) async throws -> [ClaimedJob] {
         let cached = client.sessionsOpened == epoch ? cache : nil
-        var jobs: [ClaimedJob] = []
-        jobs.reserveCapacity(rows.count)
+        var fields: [ClaimedJobs.Fields] = []
+        fields.reserveCapacity(rows.count)
+        var payloads: [String?] = []
+        payloads.reserveCapacity(rows.count)
         var missing: [Int] = []
         let leaseID = try rows.first?.decode(Int?.self, at: 7) ?? nil // the claim's one lease row, on every row
         for row in rows {
             let id = try row.decode(Int.self, at: 0)
             let payload = try row.decode(String?.self, at: 5) ?? cached?.take(id, epoch: epoch)
             if payload == nil { missing.append(id) }
-            jobs.append(ClaimedJob(id: id, kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
-                                   productID: try row.decode(at: 4), payload: payload ?? "", attempts: try row.decode(at: 6),
-                                   leaseID: leaseID, rowVersion: try row.decode(at: 8), sessionEpoch: epoch))
+            payloads.append(payload)
+            fields.append(ClaimedJobs.Fields(id: id, kind: try row.decode(at: 1), userID: try row.decode(at: 2), orderID: try row.decode(at: 3),
+                                             productID: try row.decode(at: 4), attempts: try row.decode(at: 6), rowVersion: try row.decode(at: 8)))
         }
         if !missing.isEmpty {
-            var payloads: [Int: String] = [:]
-            for row in try await client.query(Self.payloadsSQL, [missing]) { payloads[try row.decode(Int.self, at: 0)] = try row.decode(String.self, at: 1) }
-            let reread = Set(missing)
-            for (index, job) in jobs.enumerated() where reread.contains(job.id) {
-                guard let payload = payloads[job.id] else { throw QueueStoreError.missingRequest(jobID: job.id) }
-                jobs[index] = job.with(payload: payload)
+            var reread: [Int: String] = [:]
+            for row in try await client.query(Self.payloadsSQL, [missing]) { reread[try row.decode(Int.self, at: 0)] = try row.decode(String.self, at: 1) }
+            for index in payloads.indices where payloads[index] == nil {
+                guard let payload = reread[fields[index].id] else { throw QueueStoreError.missingRequest(jobID: fields[index].id) }
+                payloads[index] = payload
             }
         }
+        let claim = ClaimedJobs(jobs: fields, leaseID: leaseID, sessionEpoch: epoch)
+        let jobs = payloads.indices.map { ClaimedJob(claim, $0, payload: payloads[$0] ?? "") }
         // Oldest first as picked (run_at, id); by id within what this claim returned.
         return orderedByID(jobs) { $0.id }
     }
