@@ -13,19 +13,20 @@ public struct ClaimedJob: Sendable, Equatable {
     private let index: Int
     public let payload: String
 
-    private var fields: ClaimedJobs.Fields { claim.jobs[index] }
-    public var id: Int { fields.id }
-    public var kind: String { fields.kind }
-    public var userID: String? { fields.userID }
-    public var orderID: String? { fields.orderID }
-    public var productID: String? { fields.productID }
+    // Each field is read in place (`jobs[index].id`): a copy of the whole element would count a
+    // reference to each of its strings.
+    public var id: Int { claim.jobs[index].id }
+    public var kind: String { claim.jobs[index].kind }
+    public var userID: String? { claim.jobs[index].userID }
+    public var orderID: String? { claim.jobs[index].orderID }
+    public var productID: String? { claim.jobs[index].productID }
     /// Attempts in this round, including the one now running.
-    public var attempts: Int { fields.attempts }
+    public var attempts: Int { claim.jobs[index].attempts }
     /// The claim's row in iap.job_leases (migration 0029), deleted once the claim's jobs are all let go.
     var leaseID: Int? { claim.leaseID }
     /// The job's row version as the claim left it (`ctid`): a batch of `done` results finds its
     /// rows by it (migration 0042). Nil for a job not claimed by `QueueStore`.
-    var rowVersion: PostgresTID? { fields.rowVersion }
+    var rowVersion: PostgresTID? { claim.jobs[index].rowVersion }
     /// How many sessions the pool had opened when the job was claimed (`PostgresClient.sessionsOpened`;
     /// -1 when not claimed through a pool). Once the pool has opened another, the job id may name a
     /// different job (a failover to a standby that lost the last commits gives ids out again).
