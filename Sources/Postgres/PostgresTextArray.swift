@@ -48,3 +48,25 @@ enum PostgresBinaryArray {
         withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
     }
 }
+
+/// A `bigint[]` parameter in PostgreSQL's binary array format: eight bytes an element, nothing for
+/// the server to parse (`array_in` reads a literal of a thousand job ids character by character).
+/// Only where the statement takes the parameter as `bigint[]`: the format names its element type,
+/// and an `int[]` parameter refuses it, so plain `[Int]` stays a text literal.
+public struct PostgresBigintArray: PostgresEncodable, Sendable {
+    /// `bigint`'s type OID, which the server checks against the parameter's element type.
+    static let elementType: UInt32 = 20
+    public let values: [Int]
+
+    public init(_ values: [Int]) { self.values = values }
+
+    public var postgresBind: PostgresBind {
+        var out = PostgresBinaryArray.start(count: values.count, hasNull: false, elementType: Self.elementType,
+                                            reserving: 20 + values.count * 12)
+        for value in values {
+            PostgresBinaryArray.append(Int32(8), to: &out)
+            PostgresBinaryArray.append(Int64(value), to: &out)
+        }
+        return PostgresBind(binary: out)
+    }
+}

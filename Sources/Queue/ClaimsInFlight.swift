@@ -3,10 +3,12 @@
 /// on their way; one claim at a time would make the claim statement the drain's critical path. A
 /// claim reserves the slots it asks for until its jobs have started.
 struct ClaimsInFlight {
-    /// One planned claim: how many jobs it asks for, and whether it hands back orphaned leases.
+    /// One planned claim: how many jobs it asks for, whether it hands back orphaned leases, and
+    /// the half of the ready set it takes from first (`QueueStore.claimSQLByHalf`).
     struct Claim: Sendable, Equatable {
         let limit: Int
         let handingBack: Bool
+        var half = 0
     }
 
     /// Claims at once (`QueueConfiguration.claimConcurrency`).
@@ -14,6 +16,11 @@ struct ClaimsInFlight {
     let batch: Int
     let concurrency: Int
     private(set) var running = 0
+    /// Claims in flight by the half of the ready set they start in. Two side by side start in
+    /// different halves, so neither passes over the rows the other holds locked; one claim at a
+    /// time alternates, so neither half waits for the other to empty.
+    private var startingIn = [0, 0]
+    private var lastHalf = 1
     /// Slots asked for by the claims in flight, not yet counted as verifying or held.
     private(set) var reserved = 0
     /// The last claim came back full: more jobs wait.
@@ -58,7 +65,10 @@ struct ClaimsInFlight {
         reserved += limit
         handingBack = handBackDue
         handBackDue = false
-        return Claim(limit: limit, handingBack: handingBack)
+        let half = startingIn[0] == startingIn[1] ? 1 - lastHalf : (startingIn[0] < startingIn[1] ? 0 : 1)
+        startingIn[half] += 1
+        lastHalf = half
+        return Claim(limit: limit, handingBack: handingBack, half: half)
     }
 
     /// The claim came back with `claimed` jobs, already started.
@@ -87,5 +97,6 @@ struct ClaimsInFlight {
         if claim.handingBack { handingBack = false }
         running -= 1
         reserved -= claim.limit
+        startingIn[claim.half] -= 1
     }
 }

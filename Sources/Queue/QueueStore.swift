@@ -49,11 +49,29 @@ public struct QueueStore: Sendable {
     /// number (retries beside new jobs), the range could read far more rows than the claim's, so
     /// the requests are read by id as before; both branches are in the one plan, and the
     /// claim's own span picks one of them when it runs.
-    static let claimSQL = """
+    ///
+    /// The ready set is read in two halves (migration 0044): the jobs of even and of odd blocks
+    /// of 1,024 ids, each with its own index by (run_at, id). A claim takes the oldest of the half
+    /// it starts in, then, if that half had fewer than `$1`, the oldest of the other. A worker's
+    /// two claims in flight start in different halves (`ClaimsInFlight`): read from one index,
+    /// the second would pass over and try every row the first holds locked, and the two would
+    /// update the same pages of iap.job_queue at once (`docs/benchmarks.md`).
+    static let claimSQLByHalf = [claimSQL(startingIn: 0), claimSQL(startingIn: 1)]
+
+    /// The claim that takes the oldest of ready `half` first (0: even blocks of ids, 1: odd);
+    /// `claimSQLByHalf` holds both.
+    static func claimSQL(startingIn half: Int) -> String {
+        let (own, other) = half == 0 ? (0, 1) : (1, 0)
+        return """
         WITH picked AS (
             DELETE FROM iap.job_ready
-            WHERE ctid = ANY(ARRAY(SELECT ctid FROM iap.job_ready WHERE run_at <= now()
-                                 ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED))
+            WHERE ctid = ANY(ARRAY(SELECT ctid FROM (
+                SELECT ctid FROM (SELECT ctid FROM iap.job_ready WHERE run_at <= now() AND id / 1024 % 2 = \(own)
+                                  ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS own_half
+                UNION ALL
+                SELECT ctid FROM (SELECT ctid FROM iap.job_ready WHERE run_at <= now() AND id / 1024 % 2 = \(other)
+                                  ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS other_half
+            ) AS due LIMIT $1))
             RETURNING id
         ), claimed AS (
             UPDATE iap.job_queue AS j
@@ -79,13 +97,14 @@ public struct QueueStore: Sendable {
         FROM claimed AS c JOIN requests AS r ON r.id = c.id
         -- receipt-worker: claim
         """
+    }
 
     static let payloadsSQL = "SELECT id, payload FROM iap.job_requests WHERE id = ANY($1::bigint[])"
 
-    /// Claims up to `limit` runnable jobs in one statement, oldest run_at first; the payloads
-    /// `cache` holds are not sent again.
-    public func claim(limit: Int, workerID: String, leaseSeconds: Double) async throws -> [ClaimedJob] {
-        try await claim(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, cache: nil)
+    /// Claims up to `limit` runnable jobs in one statement, oldest run_at first within each half
+    /// of the ready set, the half `startingIn` first (`claimSQL`).
+    public func claim(limit: Int, workerID: String, leaseSeconds: Double, startingIn half: Int = 0) async throws -> [ClaimedJob] {
+        try await claim(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, startingIn: half, cache: nil)
     }
 
     /// The claim runs in a transaction of reused plans, in one round trip (BEGIN, the settings,
@@ -100,9 +119,10 @@ public struct QueueStore: Sendable {
     /// settled or announced) and they are claimed again, or takes them again itself at the same
     /// attempt and does not start them twice (`HeldJobs.hold`). Whatever a completion writes is
     /// flushed with every claim before it, so no result can outlive the claim it was made under.
-    func claim(limit: Int, workerID: String, leaseSeconds: Double, cache: PayloadCache?) async throws -> [ClaimedJob] {
+    /// The payloads `cache` holds are not sent again.
+    func claim(limit: Int, workerID: String, leaseSeconds: Double, startingIn half: Int, cache: PayloadCache?) async throws -> [ClaimedJob] {
         let epoch = client.sessionsOpened
-        let rows = try await client.query(PostgresStatement(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []]),
+        let rows = try await client.query(PostgresStatement(Self.claimSQLByHalf[half & 1], [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []]),
                                           planning: .reused, durability: .unflushed)
         return try await claimedJobs(rows, cache: cache, epoch: epoch)
     }
@@ -357,7 +377,7 @@ public struct QueueStore: Sendable {
         // One combination (a claim's worth of one kind of result, the usual batch): every row's
         // number is 1, which the statement and `iap.complete_done_jobs` take without reading $2.
         return [
-            rows.map { $0.id }, distinct.count == 1 ? [] : codes,
+            PostgresBigintArray(rows.map { $0.id }), distinct.count == 1 ? [] : codes,
             distinct.map { $0.state }, distinct.map { $0.outcome }, distinct.map { $0.delaySeconds },
             distinct.map { $0.appleStatus.map(Int64.init) }, distinct.map { $0.error }, Self.transactionIDsByJob(rows), workerID,
         ]
@@ -540,17 +560,17 @@ public struct QueueStore: Sendable {
     /// Claims like `claim`, after handing back in the same round trip (one implicit
     /// transaction) every job leased to `workerID` that is not in `holding`: jobs whose claim
     /// reply was lost, which would otherwise wait out their lease. No attempt is spent on them.
-    public func claim(limit: Int, workerID: String, leaseSeconds: Double,
-                      handingBackAllBut holding: [Int]) async throws -> (claimed: [ClaimedJob], handedBack: Int) {
-        try await claim(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, handingBackAllBut: holding, cache: nil)
+    public func claim(limit: Int, workerID: String, leaseSeconds: Double, handingBackAllBut holding: [Int],
+                      startingIn half: Int = 0) async throws -> (claimed: [ClaimedJob], handedBack: Int) {
+        try await claim(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, handingBackAllBut: holding, startingIn: half, cache: nil)
     }
 
-    func claim(limit: Int, workerID: String, leaseSeconds: Double, handingBackAllBut holding: [Int],
+    func claim(limit: Int, workerID: String, leaseSeconds: Double, handingBackAllBut holding: [Int], startingIn half: Int,
                cache: PayloadCache?) async throws -> (claimed: [ClaimedJob], handedBack: Int) {
         let epoch = client.sessionsOpened
         let results = try await client.withConnection { connection in
             try await connection.pipeline([PostgresStatement(Self.handBackSQL, [workerID, holding]),
-                                           PostgresStatement(Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []])])
+                                           PostgresStatement(Self.claimSQLByHalf[half & 1], [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []])])
         }
         return (try await claimedJobs(results[1], cache: cache, epoch: epoch), results[0].count)
     }
@@ -563,7 +583,7 @@ public struct QueueStore: Sendable {
             last_error = 'lease expired (worker ' || coalesce(j.leased_by, '?') || ' stopped answering)'
         """
 
-    // Maintenance updates take their picked ids as one array, like the claim (see `claimSQL`).
+    // Maintenance updates take their picked ids as one array, like the claim (see `claimSQLByHalf`).
     /// Expired lease rows (migration 0029) are taken, with the jobs of theirs still running on
     /// that lease: a job claimed again since holds a newer lease and a newer row.
     static let rescueSQL = """

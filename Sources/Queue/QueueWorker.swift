@@ -168,7 +168,7 @@ public final class QueueWorker: Sendable {
     /// claim that emptied the queue waits for news.
     private func run(_ claim: ClaimsInFlight.Claim) async {
         do {
-            let claimed = try await self.claim(limit: claim.limit, handingBack: claim.handingBack)
+            let claimed = try await self.claim(claim)
             healthy.store(true, ordering: .relaxed)
             // The claim's jobs are held and counted as verifying before its turn is given back, so
             // the next claim sees their slots taken and a hand-back leaves them alone; they start
@@ -220,13 +220,13 @@ public final class QueueWorker: Sendable {
 
     /// One claim; with `handingBack`, in the same round trip as handing back every job leased
     /// to this worker id that it does not hold, without spending their attempt.
-    private func claim(limit: Int, handingBack: Bool) async throws -> [ClaimedJob] {
-        guard handingBack else {
-            return try await store.claim(limit: limit, workerID: configuration.workerID, leaseSeconds: configuration.leaseSeconds,
-                                         cache: payloads)
+    private func claim(_ claim: ClaimsInFlight.Claim) async throws -> [ClaimedJob] {
+        guard claim.handingBack else {
+            return try await store.claim(limit: claim.limit, workerID: configuration.workerID, leaseSeconds: configuration.leaseSeconds,
+                                         startingIn: claim.half, cache: payloads)
         }
-        let result = try await store.claim(limit: limit, workerID: configuration.workerID, leaseSeconds: configuration.leaseSeconds,
-                                           handingBackAllBut: held.snapshot, cache: payloads)
+        let result = try await store.claim(limit: claim.limit, workerID: configuration.workerID, leaseSeconds: configuration.leaseSeconds,
+                                           handingBackAllBut: held.snapshot, startingIn: claim.half, cache: payloads)
         if result.handedBack > 0 { logger.notice("leases_handed_back", ["jobs": .int(result.handedBack)]) }
         return result.claimed
     }

@@ -5,15 +5,44 @@ import XCTest
 final class ClaimsInFlightTests: XCTestCase {
     func testASecondClaimRunsBesideTheFirstOnlyForAWholeBatch() {
         var claims = ClaimsInFlight(most: 2, batch: 100, concurrency: 300)
-        XCTAssertEqual(claims.begin(verifying: 300, writing: 600), .init(limit: 100, handingBack: false))
+        XCTAssertEqual(claims.begin(verifying: 300, writing: 600), .init(limit: 100, handingBack: false, half: 0))
         XCTAssertEqual(claims.reserved, 100)
-        XCTAssertEqual(claims.begin(verifying: 300, writing: 600), .init(limit: 100, handingBack: false),
+        XCTAssertEqual(claims.begin(verifying: 300, writing: 600), .init(limit: 100, handingBack: false, half: 1),
                        "200 slots left unreserved: a whole batch beside the first")
         XCTAssertNil(claims.begin(verifying: 300, writing: 600), "two in flight: the most")
 
         var narrow = ClaimsInFlight(most: 2, batch: 100, concurrency: 150)
         XCTAssertEqual(narrow.begin(verifying: 150, writing: 300)?.limit, 100)
         XCTAssertNil(narrow.begin(verifying: 150, writing: 300), "50 slots left: not worth a claim that scans the first one's rows")
+    }
+
+    func testClaimsSideBySideStartInDifferentHalvesOfTheReadySetAndOneAloneAlternates() {
+        var claims = ClaimsInFlight(most: 2, batch: 100, concurrency: 400)
+        let first = claims.begin(verifying: 400, writing: 800)!
+        let second = claims.begin(verifying: 400, writing: 800)!
+        XCTAssertEqual([first.half, second.half], [0, 1])
+        // The first came back: its successor starts where no claim is in flight, its own half.
+        claims.succeeded(first, claimed: 100)
+        let third = claims.begin(verifying: 400, writing: 800)!
+        XCTAssertEqual(third.half, 0, "the second still runs in half 1")
+        claims.succeeded(second, claimed: 100)
+        claims.succeeded(third, claimed: 100)
+        // One claim at a time takes each half in turn, so neither waits for the other to empty.
+        var lone = ClaimsInFlight(most: 1, batch: 100, concurrency: 100)
+        var halves: [Int] = []
+        for _ in 0..<4 {
+            let claim = lone.begin(verifying: 100, writing: 200)!
+            halves.append(claim.half)
+            lone.succeeded(claim, claimed: 100)
+        }
+        XCTAssertEqual(halves, [0, 1, 0, 1])
+        // A failed claim gives its half back too.
+        var failing = ClaimsInFlight(most: 2, batch: 10, concurrency: 40)
+        let failed = failing.begin(verifying: 40, writing: 80)!
+        _ = failing.failed(failed, connectionLost: false)
+        failing.end(failed)
+        XCTAssertEqual(failing.begin(verifying: 40, writing: 80)?.half, 1, "alternating: nothing in flight")
+        XCTAssertEqual(failing.begin(verifying: 40, writing: 80)?.half, 0)
     }
 
     func testSlotsAreReservedUntilTheClaimEnds() {
