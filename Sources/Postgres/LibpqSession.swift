@@ -13,6 +13,9 @@ final class LibpqSession {
     /// The server process id libpq was given differs from the one the server reports: a pooler
     /// (PgBouncer) sits in between, and session state cannot be relied on.
     private(set) var behindPooler = false
+    /// Pipelines sent and not yet read to their Sync (`sendPipeline`): while any is, the session
+    /// stays in pipeline mode and is not idle.
+    private(set) var pipelinesUnread = 0
 
     /// Kept alive as long as any handle points at it.
     private let noticeReceiver: NoticeReceiver?
@@ -28,8 +31,8 @@ final class LibpqSession {
     deinit { close() }
 
     var isOpen: Bool { handle != nil && PQstatus(handle) == CONNECTION_OK }
-    /// Connected and outside any transaction.
-    var isIdle: Bool { isOpen && PQtransactionStatus(handle) == PQTRANS_IDLE }
+    /// Connected, outside any transaction, and no reply on its way.
+    var isIdle: Bool { isOpen && pipelinesUnread == 0 && PQtransactionStatus(handle) == PQTRANS_IDLE }
     var serverProcessID: Int32 { handle.map { PQbackendPID($0) } ?? 0 }
 
     // MARK: - Opening and closing
@@ -114,6 +117,7 @@ final class LibpqSession {
     func close() {
         if let handle { PQfinish(handle) }
         handle = nil
+        pipelinesUnread = 0
     }
 
     /// Gives up on a session whose call ran past its deadline: asks the server to cancel
@@ -146,13 +150,11 @@ final class LibpqSession {
         if let firstError { throw firstError }
     }
 
-    /// Sends every command, then one Sync, and hands each command's results to `each` with
-    /// the command's index (libpq pipeline mode): one round trip for all of them. After a
-    /// server error the server skips the rest until the Sync; the first error is rethrown once
-    /// the Sync was read, so the session stays in step. A failure to queue a command leaves the
+    /// Queues the commands and a Sync and sends them (libpq pipeline mode): one round trip for
+    /// all of them, their results read by `readPipeline`. More may be sent before the reply of the
+    /// last is read: the server runs them in order. A failure to queue a command leaves the
     /// session in an unknown state: it is closed.
-    func pipeline(until deadline: Deadline, sends: [(OpaquePointer) -> Int32],
-                  each: (Int, OpaquePointer) throws -> Void) throws {
+    func sendPipeline(_ sends: [(OpaquePointer) -> Int32], until deadline: Deadline) throws {
         guard let handle else { throw PostgresError(kind: .connectionLost, message: "no connection") }
         guard PQenterPipelineMode(handle) == 1 else { throw lostOrFailed() }
         for send in sends where send(handle) != 1 {
@@ -165,9 +167,18 @@ final class LibpqSession {
             close()
             throw PostgresError(kind: .connectionLost, message: "cannot end a pipeline: " + error.message)
         }
+        pipelinesUnread += 1
         try flush(until: deadline)
+    }
+
+    /// Reads the oldest pipeline sent (`sendPipeline`, of `commands` commands) to its Sync,
+    /// handing each command's results to `each` with the command's index. After a server error
+    /// the server skips the rest until the Sync; the first error is rethrown once the Sync was
+    /// read, so the session stays in step. Pipeline mode ends when no other is on its way.
+    func readPipeline(commands: Int, until deadline: Deadline, each: (Int, OpaquePointer) throws -> Void) throws {
+        guard let handle else { throw PostgresError(kind: .connectionLost, message: "no connection") }
         var firstError: Error?
-        for index in sends.indices {
+        for index in 0..<commands {
             while let result = try nextResult(until: deadline) {
                 if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
                     PQclear(result) // skipped after an earlier error, which says why
@@ -183,7 +194,8 @@ final class LibpqSession {
         guard let sync = try nextResult(until: deadline) else { throw lostOrFailed() }
         let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
         PQclear(sync)
-        guard synced, PQexitPipelineMode(handle) == 1 else {
+        pipelinesUnread -= 1
+        guard synced, pipelinesUnread > 0 || PQexitPipelineMode(handle) == 1 else {
             close()
             throw PostgresError(kind: .connectionLost, message: "pipeline out of step with the server")
         }

@@ -26,6 +26,10 @@ public final class PostgresConnection: @unchecked Sendable {
     /// cancelled: a COMMIT cancelled while it waits for a synchronous standby stays committed on
     /// the primary without being replicated, so only the commit witness may say what happened.
     private var commitInFlight = false
+    /// A transaction sent before the reply of the one before it was handed back
+    /// (`transaction(…sendingNext:)`), its own reply not read yet: nothing else may use the session
+    /// until `replyOfSent` has read it.
+    private var sentAhead: SentPipeline?
     /// Open, healthy and outside a transaction, as of the last call: read without a thread hop
     /// when the pool takes the connection back.
     private let reusable = Atomic<Bool>(false)
@@ -198,6 +202,53 @@ public final class PostgresConnection: @unchecked Sendable {
         }
     }
 
+    /// A one-statement transaction like `transaction(planning:durability:committing:)`, whose
+    /// successor may go out before its reply is handed back: as soon as the statement's rows are
+    /// in, `sendingNext` is asked (on the connection's thread, with their number) and the
+    /// transaction it returns is sent at once, with the same planning and durability. The server
+    /// then runs it without waiting for this reply to be decoded and for the caller to ask again.
+    /// Its reply is `replyOfSent`'s, and the connection serves nothing else until that is read:
+    /// given back to its pool unread, it is dropped as broken. Nothing is sent ahead behind a
+    /// pooler, or before the statements were prepared on this session.
+    public func transaction<Next: Sendable>(planning: TransactionPlanning = .perRun, durability: CommitDurability = .flushed,
+                                            committing statement: PostgresStatement,
+                                            sendingNext: @escaping @Sendable (_ rows: Int) -> (statement: PostgresStatement, next: Next)?)
+        async throws -> ChainedReply<Next> {
+        try statement.checkParameters()
+        let ahead = SendAhead(planning: planning, durability: durability, next: sendingNext)
+        do {
+            return try await onThread { [self] in
+                try begin(planning: planning, durability: durability)
+                let (rows, next) = try send([statement, PostgresStatement("COMMIT")], sendingAhead: ahead)
+                return ChainedReply(rows: rows[0], next: next)
+            }
+        } catch {
+            await endFailedTransaction()
+            throw error
+        }
+    }
+
+    /// The reply of the transaction `transaction(…sendingNext:)` sent ahead (or of the one this
+    /// call's previous run sent), which may send the next in turn.
+    public func replyOfSent<Next: Sendable>(sendingNext: @escaping @Sendable (_ rows: Int) -> (statement: PostgresStatement, next: Next)?)
+        async throws -> ChainedReply<Next> {
+        do {
+            return try await onThread { [self] in
+                guard let pipeline = sentAhead else {
+                    throw PostgresError(kind: .client, message: "replyOfSent: no transaction was sent ahead on this connection")
+                }
+                sentAhead = nil
+                inTransaction = true
+                let ahead = SendAhead(planning: pipeline.planning, durability: pipeline.durability, next: sendingNext)
+                let (rows, next) = try read(pipeline, until: Deadline(secondsFromNow: configuration.callTimeout), sendingAhead: ahead)
+                return ChainedReply(rows: rows[0], next: next)
+            }
+        } catch {
+            await endFailedTransaction()
+            throw error
+        }
+    }
+
     /// Open, healthy and outside any transaction after its last statement: safe to hand to
     /// the next caller.
     public var isReusable: Bool { reusable.load(ordering: .acquiring) }
@@ -259,11 +310,8 @@ public final class PostgresConnection: @unchecked Sendable {
     /// not prepared here, for statements that are not plain DML/queries (utility commands run
     /// unprepared), or past the limit.
     private func preparedName(_ sql: String, parameterCount: Int32, deadline: Deadline) throws -> String? {
-        guard usesPreparedStatements else { return nil }
         if let name = prepared[sql] { return name }
-        let head = sql.drop { $0 == " " || $0 == "\n" || $0 == "\t" }.prefix(6).uppercased()
-        guard ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH"].contains(where: { head.hasPrefix($0) }),
-              prepared.count < Self.preparedLimit else { return nil }
+        guard needsPreparing(sql) else { return nil }
         let name = "rw_\(nextPreparedNumber)"
         nextPreparedNumber += 1
         try session.roundTrip(until: deadline, send: { PQsendPrepare($0, name, sql, parameterCount, nil) },
@@ -272,18 +320,49 @@ public final class PostgresConnection: @unchecked Sendable {
         return name
     }
 
+    /// Whether `preparedName` would prepare `sql` now (a round trip of its own).
+    private func needsPreparing(_ sql: String) -> Bool {
+        guard usesPreparedStatements, prepared[sql] == nil, prepared.count < Self.preparedLimit else { return false }
+        let head = sql.drop { $0 == " " || $0 == "\n" || $0 == "\t" }.prefix(6).uppercased()
+        return ["SELECT", "INSERT", "UPDATE", "DELETE", "WITH"].contains(where: { head.hasPrefix($0) })
+    }
+
     /// Sends `statements` (after a pending BEGIN) in one round trip: a single statement as
-    /// a plain call, several in pipeline mode.
+    /// a plain call, several in pipeline mode (where `ahead` may send the next transaction).
     private func send(_ statements: [PostgresStatement]) throws -> [PostgresRows] {
+        try send(statements, sendingAhead: SendAhead<Never>?.none).rows
+    }
+
+    private func send<Next>(_ statements: [PostgresStatement], sendingAhead ahead: SendAhead<Next>?) throws -> (rows: [PostgresRows], next: Next?) {
         try reopenIfBroken()
         let deadline = Deadline(secondsFromNow: configuration.callTimeout)
         let begin = (pendingBegin ?? []).map { PostgresStatement($0) }
         pendingBegin = nil
         let all = begin + statements
-        commitInFlight = all.contains { $0.sql == "COMMIT" }
-        var rows = [PostgresRows?](repeating: nil, count: all.count)
         let names = try all.map { try preparedName($0.sql, parameterCount: Int32($0.parameters.count), deadline: deadline) }
-        let sends = zip(all, names).map { statement, name in
+        guard all.count == 1 else {
+            let pipeline = SentPipeline(statements: all, names: names, beginCount: begin.count,
+                                        planning: ahead?.planning ?? .perRun, durability: ahead?.durability ?? .flushed)
+            try session.sendPipeline(sends(pipeline), until: deadline)
+            return try read(pipeline, until: deadline, sendingAhead: ahead)
+        }
+        commitInFlight = all[0].sql == "COMMIT"
+        var rows: PostgresRows?
+        do {
+            try session.roundTrip(until: deadline, send: sends(SentPipeline(statements: all, names: names))[0],
+                                  each: { rows = try session.consume($0) })
+        } catch let error as PostgresError where error.sqlState == "0A000" {
+            forgetPrepared(names.compactMap { $0 })
+            throw error
+        }
+        commitInFlight = false
+        try checkCommitted(all, [rows])
+        return ([rows ?? PostgresRows(affectedRows: 0)], nil)
+    }
+
+    /// How libpq sends each statement: by its prepared name, or with its text.
+    private func sends(_ pipeline: SentPipeline) -> [(OpaquePointer) -> Int32] {
+        zip(pipeline.statements, pipeline.names).map { statement, name in
             { (handle: OpaquePointer) -> Int32 in
                 ParameterBuffer(statement.parameters).withArrays { values, lengths, formats in
                     let count = Int32(statement.parameters.count)
@@ -292,23 +371,67 @@ public final class PostgresConnection: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Reads a pipeline sent on this session to its Sync; the rows of its statements after BEGIN's.
+    /// With `ahead`, the next transaction may go out once the first statement after BEGIN's has
+    /// its rows. A failure once it went out leaves its reply unread: the session is closed.
+    private func read<Next>(_ pipeline: SentPipeline, until deadline: Deadline,
+                            sendingAhead ahead: SendAhead<Next>?) throws -> (rows: [PostgresRows], next: Next?) {
+        commitInFlight = pipeline.statements.contains { $0.sql == "COMMIT" }
+        var rows = [PostgresRows?](repeating: nil, count: pipeline.statements.count)
+        var next: Next?
         do {
-            if sends.count == 1 {
-                try session.roundTrip(until: deadline, send: sends[0], each: { rows[0] = try session.consume($0) })
-            } else {
-                try session.pipeline(until: deadline, sends: sends, each: { rows[$0] = try session.consume($1) })
+            do {
+                try session.readPipeline(commands: pipeline.statements.count, until: deadline) { index, result in
+                    if let ahead, index == pipeline.beginCount, PQresultStatus(result) == PGRES_TUPLES_OK {
+                        next = sendAhead(ahead, rows: Int(PQntuples(result)), until: deadline)
+                    }
+                    rows[index] = try session.consume(result)
+                }
+            } catch let error as PostgresError where error.sqlState == "0A000" {
+                forgetPrepared(pipeline.names.compactMap { $0 })
+                throw error
             }
-        } catch let error as PostgresError where error.sqlState == "0A000" {
-            forgetPrepared(names.compactMap { $0 })
-            throw error
+            commitInFlight = false
+            try checkCommitted(pipeline.statements, rows)
+        } catch {
+            guard sentAhead != nil else { throw error }
+            sentAhead = nil
+            session.close()
+            throw PostgresError(kind: .connectionLost,
+                                message: "a transaction was sent ahead of a reply that failed, session closed: \((error as? PostgresError)?.message ?? "\(error)")")
         }
-        commitInFlight = false
-        // An aborted transaction's COMMIT is answered ROLLBACK: nothing was committed.
-        for (statement, result) in zip(all, rows) where statement.sql == "COMMIT" && result?.commandTag == "ROLLBACK" {
+        return (rows.dropFirst(pipeline.beginCount).map { $0 ?? PostgresRows(affectedRows: 0) }, next)
+    }
+
+    /// An aborted transaction's COMMIT is answered ROLLBACK: nothing was committed.
+    private func checkCommitted(_ statements: [PostgresStatement], _ rows: [PostgresRows?]) throws {
+        for (statement, result) in zip(statements, rows) where statement.sql == "COMMIT" && result?.commandTag == "ROLLBACK" {
             throw PostgresError(kind: .server, sqlState: "25P02",
                                 message: "COMMIT was answered ROLLBACK: the transaction had failed earlier, nothing was committed")
         }
-        return rows.dropFirst(begin.count).map { $0 ?? PostgresRows(affectedRows: 0) }
+    }
+
+    /// Sends the transaction `ahead` asks for after a statement of `rows` rows, unless it would
+    /// need a round trip of its own first (a pooler's session, a statement not yet prepared); what
+    /// `ahead` gave with it, if it went out. A failure to send closes the session: the reply being
+    /// read then fails as lost.
+    private func sendAhead<Next>(_ ahead: SendAhead<Next>, rows: Int, until deadline: Deadline) -> Next? {
+        guard !session.behindPooler, sentAhead == nil, let (statement, next) = ahead.next(rows) else { return nil }
+        let begin = beginStatements(planning: ahead.planning, durability: ahead.durability).map { PostgresStatement($0) }
+        let all = begin + [statement, PostgresStatement("COMMIT")]
+        guard (try? statement.checkParameters()) != nil, !all.contains(where: { needsPreparing($0.sql) }) else { return nil }
+        let pipeline = SentPipeline(statements: all, names: all.map { prepared[$0.sql] }, beginCount: begin.count,
+                                    planning: ahead.planning, durability: ahead.durability)
+        do {
+            try session.sendPipeline(sends(pipeline), until: deadline)
+        } catch {
+            session.close()
+            return nil
+        }
+        sentAhead = pipeline
+        return next
     }
 
     /// `statements` and COMMIT in one round trip; the statements' rows.
@@ -335,10 +458,15 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Opens a transaction: its BEGIN (and settings) go out with its first statement.
     private func begin(planning: TransactionPlanning, durability: CommitDurability) throws {
         try reopenIfBroken()
+        pendingBegin = beginStatements(planning: planning, durability: durability)
+        inTransaction = true
+    }
+
+    /// BEGIN and the transaction's settings.
+    private func beginStatements(planning: TransactionPlanning, durability: CommitDurability) -> [String] {
         let begin = session.behindPooler ? configuration.pooledTransactionBegin
             : planning == .reused ? configuration.reusedPlansTransactionBegin : ["BEGIN"]
-        pendingBegin = durability == .unflushed ? begin + [PostgresConfiguration.unflushedCommit] : begin
-        inTransaction = true
+        return durability == .unflushed ? begin + [PostgresConfiguration.unflushedCommit] : begin
     }
 
     /// After a transaction's body failed: ROLLBACK if anything was sent on a session still open,
@@ -355,6 +483,14 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     private func reopenIfBroken() throws {
+        if sentAhead != nil {
+            // Only `replyOfSent` may use the session now; anything else would read that reply.
+            // It ended on its own (BEGIN to COMMIT): no transaction of the caller's is cut short.
+            sentAhead = nil
+            session.close()
+            inTransaction = false
+            throw PostgresError(kind: .connectionLost, message: "a transaction sent ahead was never read: session closed")
+        }
         if transactionBroken {
             throw PostgresError(kind: .connectionLost, message: "the connection of this transaction was lost")
         }
@@ -376,4 +512,29 @@ extension PostgresConnection {
         PQconninfoFree(options)
         return nil
     }
+}
+
+/// What `PostgresConnection.transaction(…sendingNext:)` and `replyOfSent` return: the statement's
+/// rows, and what `sendingNext` gave with the transaction it sent ahead (nil: none went out).
+public struct ChainedReply<Next: Sendable>: Sendable {
+    public let rows: PostgresRows
+    public let next: Next?
+}
+
+/// A pipeline sent on a session (the statements after BEGIN's are the caller's), kept while its
+/// reply is unread.
+private struct SentPipeline {
+    let statements: [PostgresStatement]
+    let names: [String?]
+    var beginCount = 0
+    var planning = TransactionPlanning.perRun
+    var durability = CommitDurability.flushed
+}
+
+/// When and what to send ahead (`transaction(…sendingNext:)`): the statement for a reply's
+/// number of rows, and what the caller gets back with it once it went out.
+private struct SendAhead<Next>: Sendable {
+    let planning: TransactionPlanning
+    let durability: CommitDurability
+    let next: @Sendable (Int) -> (statement: PostgresStatement, next: Next)?
 }

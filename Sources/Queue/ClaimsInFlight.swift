@@ -1,14 +1,17 @@
+import Synchronization
+
 /// The claim loop's bookkeeping (held under the worker's lock): claims run side by side, each
 /// on its own connection, so that the next batch is claimed while the last one's rows are still
 /// on their way; one claim at a time would make the claim statement the drain's critical path. A
 /// claim reserves the slots it asks for until its jobs have started.
 struct ClaimsInFlight {
     /// One planned claim: how many jobs it asks for, whether it hands back orphaned leases, and
-    /// the half of the ready set it takes from first (`QueueStore.claimSQLByHalf`).
+    /// the half of the ready set it takes from first (`QueueStore.claimSQLByHalf`), or nil for the
+    /// whole set in order (`QueueStore.claimSQL`).
     struct Claim: Sendable, Equatable {
         let limit: Int
         let handingBack: Bool
-        var half = 0
+        var half: Int? = nil
     }
 
     /// Claims at once (`QueueConfiguration.claimConcurrency`).
@@ -16,9 +19,9 @@ struct ClaimsInFlight {
     let batch: Int
     let concurrency: Int
     private(set) var running = 0
-    /// Claims in flight by the half of the ready set they start in. Two side by side start in
-    /// different halves, so neither passes over the rows the other holds locked; one claim at a
-    /// time alternates, so neither half waits for the other to empty.
+    /// Claims in flight by the half of the ready set they start in. A claim that begins alone
+    /// reads the whole set in order; one that begins beside others starts in the half fewer of
+    /// them are in, so two side by side do not pass over the rows each other holds locked.
     private var startingIn = [0, 0]
     private var lastHalf = 1
     /// Slots asked for by the claims in flight, not yet counted as verifying or held.
@@ -65,10 +68,44 @@ struct ClaimsInFlight {
         reserved += limit
         handingBack = handBackDue
         handBackDue = false
+        return Claim(limit: limit, handingBack: handingBack, half: running > 1 ? takeHalf() : nil)
+    }
+
+    /// The half fewer claims in flight start in (the other of the last one taken on a tie), now counted.
+    private mutating func takeHalf() -> Int {
         let half = startingIn[0] == startingIn[1] ? 1 - lastHalf : (startingIn[0] < startingIn[1] ? 0 : 1)
         startingIn[half] += 1
         lastHalf = half
-        return Claim(limit: limit, handingBack: handingBack, half: half)
+        return half
+    }
+
+    /// The next claim sent on `claim`'s own connection the moment its reply is in, before its
+    /// jobs are held (`QueueWorker.claimAhead`): when it came back full, no hand-back is due or
+    /// running, and a whole batch of slots is free beside the ones it reserved. It takes over the
+    /// turn `claim` ends, so it starts beside the claims in flight whatever `most` is.
+    mutating func chain(after claim: Claim, claimed: Int, verifying: Int, writing: Int) -> Claim? {
+        guard claimed == claim.limit, claim.limit == batch, !handBackDue, !handingBack, backingOff == 0,
+              min(verifying, writing) - reserved >= batch else { return nil }
+        running += 1
+        reserved += batch
+        // The lane keeps its half, so the claims beside it keep theirs; a lane that began alone
+        // takes one now if others run beside it (`claim` itself is still counted in `running`).
+        let half: Int?
+        if let own = claim.half {
+            startingIn[own] += 1
+            half = own
+        } else {
+            half = running > 2 ? takeHalf() : nil
+        }
+        return Claim(limit: batch, handingBack: false, half: half)
+    }
+
+    /// A claim reserved by `chain` whose reply will never be read (the connection it was sent on
+    /// broke, or it was never sent): its turn and slots given back, and the leases it may have
+    /// taken handed back by the next claim.
+    mutating func abandon(_ claim: Claim) {
+        handBackDue = true
+        release(claim)
     }
 
     /// The claim came back with `claimed` jobs, already started.
@@ -97,6 +134,15 @@ struct ClaimsInFlight {
         if claim.handingBack { handingBack = false }
         running -= 1
         reserved -= claim.limit
-        startingIn[claim.half] -= 1
+        if let half = claim.half { startingIn[half] -= 1 }
     }
+}
+
+/// The claim `QueueWorker.claimAhead` reserved on a connection's thread, until the task whose
+/// claim it follows takes it.
+final class AheadClaim: Sendable {
+    private let claim = Mutex<ClaimsInFlight.Claim?>(nil)
+
+    func put(_ claim: ClaimsInFlight.Claim) { self.claim.withLock { $0 = claim } }
+    func take() -> ClaimsInFlight.Claim? { claim.withLock { $0.take() } }
 }

@@ -50,28 +50,37 @@ public struct QueueStore: Sendable {
     /// the requests are read by id as before; both branches are in the one plan, and the
     /// claim's own span picks one of them when it runs.
     ///
-    /// The ready set is read in two halves (migration 0044): the jobs of even and of odd blocks
-    /// of 1,024 ids, each with its own index by (run_at, id). A claim takes the oldest of the half
-    /// it starts in, then, if that half had fewer than `$1`, the oldest of the other. A worker's
-    /// two claims in flight start in different halves (`ClaimsInFlight`): read from one index,
-    /// the second would pass over and try every row the first holds locked, and the two would
-    /// update the same pages of iap.job_queue at once (`docs/benchmarks.md`).
+    /// A claim beside another reads its own half of the ready set (migration 0044): the jobs of
+    /// even or of odd blocks of 1,024 ids, each half with its own index by (run_at, id). It takes
+    /// the oldest of the half it starts in, then, if that half had fewer than `$1`, the oldest of
+    /// the other. The worker's claims side by side start in different halves (`ClaimsInFlight`):
+    /// read from the one index of the whole set, the second passed over and tried every row the
+    /// first held locked, and the two updated the same pages of iap.job_queue at once
+    /// (`docs/benchmarks.md`). A claim alone reads the whole set in order (`claimSQL`), so jobs
+    /// are claimed oldest `run_at` first, then lowest id, whenever one claim would take them all.
+    static let claimSQL = claimSQL(startingIn: nil)
     static let claimSQLByHalf = [claimSQL(startingIn: 0), claimSQL(startingIn: 1)]
 
-    /// The claim that takes the oldest of ready `half` first (0: even blocks of ids, 1: odd);
-    /// `claimSQLByHalf` holds both.
-    static func claimSQL(startingIn half: Int) -> String {
-        let (own, other) = half == 0 ? (0, 1) : (1, 0)
+    /// The claim of the whole ready set in order (nil), or of half `half` first (0: the even
+    /// blocks of ids, 1: the odd ones) then the other.
+    static func claimSQL(startingIn half: Int?) -> String {
+        let picked = if let half {
+            """
+            SELECT ctid FROM (
+                    SELECT ctid FROM (SELECT ctid FROM iap.job_ready WHERE run_at <= now() AND id / 1024 % 2 = \(half)
+                                      ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS own_half
+                    UNION ALL
+                    SELECT ctid FROM (SELECT ctid FROM iap.job_ready WHERE run_at <= now() AND id / 1024 % 2 = \(1 - half)
+                                      ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS other_half
+                ) AS due LIMIT $1
+            """
+        } else {
+            "SELECT ctid FROM iap.job_ready WHERE run_at <= now() ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED"
+        }
         return """
         WITH picked AS (
             DELETE FROM iap.job_ready
-            WHERE ctid = ANY(ARRAY(SELECT ctid FROM (
-                SELECT ctid FROM (SELECT ctid FROM iap.job_ready WHERE run_at <= now() AND id / 1024 % 2 = \(own)
-                                  ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS own_half
-                UNION ALL
-                SELECT ctid FROM (SELECT ctid FROM iap.job_ready WHERE run_at <= now() AND id / 1024 % 2 = \(other)
-                                  ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS other_half
-            ) AS due LIMIT $1))
+            WHERE ctid = ANY(ARRAY(\(picked)))
             RETURNING id
         ), claimed AS (
             UPDATE iap.job_queue AS j
@@ -101,9 +110,9 @@ public struct QueueStore: Sendable {
 
     static let payloadsSQL = "SELECT id, payload FROM iap.job_requests WHERE id = ANY($1::bigint[])"
 
-    /// Claims up to `limit` runnable jobs in one statement, oldest run_at first within each half
-    /// of the ready set, the half `startingIn` first (`claimSQL`).
-    public func claim(limit: Int, workerID: String, leaseSeconds: Double, startingIn half: Int = 0) async throws -> [ClaimedJob] {
+    /// Claims up to `limit` runnable jobs in one statement, oldest run_at first (`claimSQL`); with
+    /// `startingIn`, the oldest of that half of the ready set first (`claimSQLByHalf`).
+    public func claim(limit: Int, workerID: String, leaseSeconds: Double, startingIn half: Int? = nil) async throws -> [ClaimedJob] {
         try await claim(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, startingIn: half, cache: nil)
     }
 
@@ -120,11 +129,60 @@ public struct QueueStore: Sendable {
     /// attempt and does not start them twice (`HeldJobs.hold`). Whatever a completion writes is
     /// flushed with every claim before it, so no result can outlive the claim it was made under.
     /// The payloads `cache` holds are not sent again.
-    func claim(limit: Int, workerID: String, leaseSeconds: Double, startingIn half: Int, cache: PayloadCache?) async throws -> [ClaimedJob] {
+    func claim(limit: Int, workerID: String, leaseSeconds: Double, startingIn half: Int?, cache: PayloadCache?) async throws -> [ClaimedJob] {
         let epoch = client.sessionsOpened
-        let rows = try await client.query(PostgresStatement(Self.claimSQLByHalf[half & 1], [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []]),
+        let rows = try await client.query(claimStatement(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, half: half, cache: cache,
+                                                         epoch: epoch),
                                           planning: .reused, durability: .unflushed)
         return try await claimedJobs(rows, cache: cache, epoch: epoch)
+    }
+
+    /// A claim sent on a connection before the reply of the claim before it was decoded
+    /// (`claim(on:…)`): how many jobs it asks for, the half of the ready set it starts in (its
+    /// lane's), and the pool's sessions when it was made.
+    struct ClaimSentAhead: Sendable {
+        let limit: Int
+        let half: Int?
+        let epoch: Int
+    }
+
+    /// The claim of `claim(limit:…)` on `connection`. When `next` gives a number of jobs once this
+    /// claim's rows are in (it is told how many), a claim of that many goes out at once on the
+    /// same connection, before these rows are decoded (`PostgresConnection.transaction(…sendingNext:)`):
+    /// `claimSentAhead` reads its reply. The connection serves nothing else until then.
+    /// Each claim on the connection starts in the same half of the ready set, `half`.
+    func claim(on connection: PostgresConnection, limit: Int, workerID: String, leaseSeconds: Double, startingIn half: Int?,
+               cache: PayloadCache?, next: @escaping @Sendable (_ claimed: Int) -> Int?) async throws
+        -> (jobs: [ClaimedJob], ahead: ClaimSentAhead?) {
+        let epoch = client.sessionsOpened
+        let reply = try await connection.transaction(
+            planning: .reused, durability: .unflushed,
+            committing: claimStatement(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, half: half, cache: cache, epoch: epoch),
+            sendingNext: aheadClaim(workerID: workerID, leaseSeconds: leaseSeconds, half: half, cache: cache, next: next))
+        return (try await claimedJobs(reply.rows, cache: cache, epoch: epoch), reply.next)
+    }
+
+    /// The reply of a claim sent ahead (`claim(on:…)`), which may send the next in turn.
+    func claimSentAhead(_ claim: ClaimSentAhead, on connection: PostgresConnection, workerID: String, leaseSeconds: Double,
+                        cache: PayloadCache?, next: @escaping @Sendable (_ claimed: Int) -> Int?) async throws
+        -> (jobs: [ClaimedJob], ahead: ClaimSentAhead?) {
+        let reply = try await connection.replyOfSent(sendingNext: aheadClaim(workerID: workerID, leaseSeconds: leaseSeconds,
+                                                                             half: claim.half, cache: cache, next: next))
+        return (try await claimedJobs(reply.rows, cache: cache, epoch: claim.epoch), reply.next)
+    }
+
+    private func aheadClaim(workerID: String, leaseSeconds: Double, half: Int?, cache: PayloadCache?, next: @escaping @Sendable (Int) -> Int?)
+        -> @Sendable (Int) -> (statement: PostgresStatement, next: ClaimSentAhead)? {
+        { [client] claimed in
+            guard let limit = next(claimed) else { return nil }
+            let epoch = client.sessionsOpened
+            return (claimStatement(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, half: half, cache: cache, epoch: epoch),
+                    ClaimSentAhead(limit: limit, half: half, epoch: epoch))
+        }
+    }
+
+    private func claimStatement(limit: Int, workerID: String, leaseSeconds: Double, half: Int?, cache: PayloadCache?, epoch: Int) -> PostgresStatement {
+        PostgresStatement(half.map { Self.claimSQLByHalf[$0 & 1] } ?? Self.claimSQL, [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []])
     }
 
     /// The claimed jobs, each with its payload: from the claim's row, else from `cache`, else
@@ -561,16 +619,17 @@ public struct QueueStore: Sendable {
     /// transaction) every job leased to `workerID` that is not in `holding`: jobs whose claim
     /// reply was lost, which would otherwise wait out their lease. No attempt is spent on them.
     public func claim(limit: Int, workerID: String, leaseSeconds: Double, handingBackAllBut holding: [Int],
-                      startingIn half: Int = 0) async throws -> (claimed: [ClaimedJob], handedBack: Int) {
+                      startingIn half: Int? = nil) async throws -> (claimed: [ClaimedJob], handedBack: Int) {
         try await claim(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, handingBackAllBut: holding, startingIn: half, cache: nil)
     }
 
-    func claim(limit: Int, workerID: String, leaseSeconds: Double, handingBackAllBut holding: [Int], startingIn half: Int,
+    func claim(limit: Int, workerID: String, leaseSeconds: Double, handingBackAllBut holding: [Int], startingIn half: Int?,
                cache: PayloadCache?) async throws -> (claimed: [ClaimedJob], handedBack: Int) {
         let epoch = client.sessionsOpened
         let results = try await client.withConnection { connection in
             try await connection.pipeline([PostgresStatement(Self.handBackSQL, [workerID, holding]),
-                                           PostgresStatement(Self.claimSQLByHalf[half & 1], [limit, workerID, leaseSeconds, cache?.ids(epoch: epoch) ?? []])])
+                                           claimStatement(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, half: half, cache: cache,
+                                                          epoch: epoch)])
         }
         return (try await claimedJobs(results[1], cache: cache, epoch: epoch), results[0].count)
     }
@@ -583,7 +642,7 @@ public struct QueueStore: Sendable {
             last_error = 'lease expired (worker ' || coalesce(j.leased_by, '?') || ' stopped answering)'
         """
 
-    // Maintenance updates take their picked ids as one array, like the claim (see `claimSQLByHalf`).
+    // Maintenance updates take their picked ids as one array, like the claim (see `claimSQL`).
     /// Expired lease rows (migration 0029) are taken, with the jobs of theirs still running on
     /// that lease: a job claimed again since holds a newer lease and a newer row.
     static let rescueSQL = """

@@ -162,40 +162,93 @@ public final class QueueWorker: Sendable {
         while claims.withLock({ $0.running }) > 0 { _ = await wakeups.next() }
     }
 
-    /// One claim, in its own task. A claim that came back full begins the next one itself when a
-    /// whole batch of slots is free (`chainedClaim`); otherwise the loop is woken when the claim
-    /// came back full (more may wait), failed, or a hand-back or the shutdown waits for it. A
-    /// claim that emptied the queue waits for news.
-    private func run(_ claim: ClaimsInFlight.Claim) async {
-        do {
-            let claimed = try await self.claim(claim)
-            healthy.store(true, ordering: .relaxed)
-            // The claim's jobs are held and counted as verifying before its turn is given back, so
-            // the next claim sees their slots taken and a hand-back leaves them alone; they start
-            // after, while the next claim is on its way (with slots for it: `concurrency` of three
-            // batches or more).
-            let jobs = hold(claimed)
-            let free = freeSlots()
-            let (handBackWaits, next) = claims.withLock { claims in
-                claims.succeeded(claim, claimed: claimed.count)
-                return (claims.handBackDue, chainedClaim(&claims, free: free))
-            }
-            if let next {
-                // Sent before this claim's jobs start; it runs here until it waits for its reply.
-                Task.immediate { [self] in await run(next) }
-            } else if claimed.count == claim.limit || handBackWaits || stopping.load(ordering: .acquiring) {
-                // More may wait; or a hand-back, or the shutdown, waits for the claims in flight to end.
+    /// One claim, in its own task, and the claims sent after it on its connection: a reply that
+    /// came back full may send the next claim the moment it is in (`claimAhead`), so the server runs
+    /// that claim while this task decodes, holds and starts the jobs of the one before. Otherwise a
+    /// claim that came back full begins the next one itself when a whole batch of slots is free
+    /// (`chainedClaim`), or the loop is woken when it came back full (more may wait), failed, or a
+    /// hand-back or the shutdown waits for it. A claim that emptied the queue waits for news.
+    private func run(_ first: ClaimsInFlight.Claim) async {
+        let ahead = AheadClaim()
+        var claim = first
+        var anyClaimed = false
+        var retried = false
+        while true {
+            do {
+                if claim.handingBack {
+                    claimed(try await handBackAndClaim(claim), by: claim, nextSent: false)
+                    return
+                }
+                let last = try await store.client.withConnection { connection in
+                    var reply = try await store.claim(on: connection, limit: claim.limit, workerID: configuration.workerID,
+                                                      leaseSeconds: configuration.leaseSeconds, startingIn: claim.half, cache: payloads,
+                                                      next: claimAhead(after: claim, into: ahead))
+                    while let sent = reply.ahead, let next = ahead.take() {
+                        anyClaimed = true
+                        claimed(reply.jobs, by: claim, nextSent: true)
+                        claim = next
+                        reply = try await store.claimSentAhead(sent, on: connection, workerID: configuration.workerID,
+                                                               leaseSeconds: configuration.leaseSeconds, cache: payloads,
+                                                               next: claimAhead(after: claim, into: ahead))
+                    }
+                    return reply.jobs
+                }
+                if let stray = ahead.take() { claims.withLock { $0.abandon(stray) } } // asked for, never sent
+                claimed(last, by: claim, nextSent: false)
+                return
+            } catch {
+                // A claim sent ahead whose reply will not be read: its leases are handed back later.
+                if let sent = ahead.take() { claims.withLock { $0.abandon(sent) } }
+                let connectionLost = (error as? PostgresError)?.isConnectionLost ?? false
+                // A connection found dead (a server restart) before anything came back: once more, on a new one.
+                if connectionLost && !anyClaimed && !retried {
+                    retried = true
+                    continue
+                }
+                let backoff = claims.withLock { $0.failed(claim, connectionLost: connectionLost) }
+                healthy.store(false, ordering: .relaxed)
+                logger.warning("claim_failed", ["error": .error(error)])
+                try? await Task.sleep(for: .seconds(backoff))
+                claims.withLock { $0.end(claim) }
                 wake.wake()
+                return
             }
-            start(jobs)
-        } catch {
-            let connectionLost = (error as? PostgresError)?.isConnectionLost ?? false
-            let backoff = claims.withLock { $0.failed(claim, connectionLost: connectionLost) }
-            healthy.store(false, ordering: .relaxed)
-            logger.warning("claim_failed", ["error": .error(error)])
-            try? await Task.sleep(for: .seconds(backoff))
-            claims.withLock { $0.end(claim) }
+        }
+    }
+
+    /// A claim's jobs came back: held and counted as verifying before its turn is given back, so
+    /// the next claim sees their slots taken and a hand-back leaves them alone; they start after,
+    /// while the next claim is on its way (with slots for it: `concurrency` of three batches or
+    /// more). `nextSent`: a claim went out after it on its connection already.
+    private func claimed(_ claimed: [ClaimedJob], by claim: ClaimsInFlight.Claim, nextSent: Bool) {
+        healthy.store(true, ordering: .relaxed)
+        let jobs = hold(claimed)
+        let free = freeSlots()
+        let (handBackWaits, next) = claims.withLock { claims in
+            claims.succeeded(claim, claimed: claimed.count)
+            return (claims.handBackDue, nextSent ? nil : chainedClaim(&claims, free: free))
+        }
+        if let next {
+            // Sent before this claim's jobs start; it runs here until it waits for its reply.
+            Task.immediate { [self] in await run(next) }
+        } else if (claimed.count == claim.limit && !nextSent) || handBackWaits || stopping.load(ordering: .acquiring) {
+            // More may wait; or a hand-back, or the shutdown, waits for the claims in flight to end.
             wake.wake()
+        }
+        start(jobs)
+    }
+
+    /// Asked on the connection's thread the moment `claim`'s reply is in, with its number of
+    /// jobs: how many the claim sent at once after it asks for, or nil to send none
+    /// (`ClaimsInFlight.chain`). The claim it reserves waits in `ahead` for its lane.
+    private func claimAhead(after claim: ClaimsInFlight.Claim, into ahead: AheadClaim) -> @Sendable (Int) -> Int? {
+        { [self] claimed in
+            guard !stopping.load(ordering: .acquiring) else { return nil }
+            let free = freeSlots()
+            guard let next = claims.withLock({ $0.chain(after: claim, claimed: claimed, verifying: free.verifying, writing: free.writing) })
+            else { return nil }
+            ahead.put(next)
+            return next.limit
         }
     }
 
@@ -218,13 +271,9 @@ public final class QueueWorker: Sendable {
         return (configuration.concurrency - verifying, 2 * configuration.concurrency - held.count)
     }
 
-    /// One claim; with `handingBack`, in the same round trip as handing back every job leased
-    /// to this worker id that it does not hold, without spending their attempt.
-    private func claim(_ claim: ClaimsInFlight.Claim) async throws -> [ClaimedJob] {
-        guard claim.handingBack else {
-            return try await store.claim(limit: claim.limit, workerID: configuration.workerID, leaseSeconds: configuration.leaseSeconds,
-                                         startingIn: claim.half, cache: payloads)
-        }
+    /// One claim in the same round trip as handing back every job leased to this worker id that
+    /// it does not hold, without spending their attempt.
+    private func handBackAndClaim(_ claim: ClaimsInFlight.Claim) async throws -> [ClaimedJob] {
         let result = try await store.claim(limit: claim.limit, workerID: configuration.workerID, leaseSeconds: configuration.leaseSeconds,
                                            handingBackAllBut: held.snapshot, startingIn: claim.half, cache: payloads)
         if result.handedBack > 0 { logger.notice("leases_handed_back", ["jobs": .int(result.handedBack)]) }

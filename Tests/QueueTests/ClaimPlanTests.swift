@@ -14,8 +14,9 @@ final class ClaimPlanTests: XCTestCase {
         let connection = try await PostgresConnection.connect(url)
         try await connection.insertReceiptJobs(20000)
         try await connection.execute(script: "ANALYZE iap.job_queue, iap.job_requests")
-        let statements = [("claim", PostgresStatement(QueueStore.claimSQLByHalf[0], [1_000, "w", 60.0, [Int]()])),
-                          ("claim from the other half", PostgresStatement(QueueStore.claimSQLByHalf[1], [1_000, "w", 60.0, [Int]()])),
+        let statements = [("claim", PostgresStatement(QueueStore.claimSQL, [1_000, "w", 60.0, [Int]()])),
+                          ("claim from the even half", PostgresStatement(QueueStore.claimSQLByHalf[0], [1_000, "w", 60.0, [Int]()])),
+                          ("claim from the odd half", PostgresStatement(QueueStore.claimSQLByHalf[1], [1_000, "w", 60.0, [Int]()])),
                           ("rescue", PostgresStatement(QueueStore.rescueSQL, [5, 1_000])),
                           ("sweep", PostgresStatement(QueueStore.sweepSQL, [10_000]))]
         for (name, statement) in statements {
@@ -28,30 +29,33 @@ final class ClaimPlanTests: XCTestCase {
         }
         // The worker runs the claim with one plan per session (`TransactionPlanning.reused`), made
         // without its parameters: it must find its rows by key too, whatever the batch.
-        for half in [1, 0] { // the last one's plan is checked below too
-            let generic = try await connection.transaction(planning: .reused) { tx in
+        for half in [0, 1] {
+            let plan = try await connection.transaction(planning: .reused) { tx in
                 _ = try await tx.query("PREPARE claim_plan_\(half)(int, text, float8, bigint[]) AS " + QueueStore.claimSQLByHalf[half])
                 return try await tx.query("EXPLAIN EXECUTE claim_plan_\(half)(1000, 'w', 60, '{}')").map { try $0.decode(String.self, at: 0) }
             }.joined(separator: "\n")
-            XCTAssertFalse(generic.contains("Seq Scan"), generic)
+            XCTAssertFalse(plan.contains("Seq Scan"), plan)
             // Each half from its own index, the claim's own half first.
-            let own = generic.range(of: half == 0 ? "job_ready_due_even_blocks" : "job_ready_due_odd_blocks")
-            let other = generic.range(of: half == 0 ? "job_ready_due_odd_blocks" : "job_ready_due_even_blocks")
-            XCTAssertNotNil(own, generic)
-            XCTAssertNotNil(other, generic)
-            if let own, let other { XCTAssertLessThan(own.lowerBound, other.lowerBound, generic) }
+            let own = plan.range(of: half == 0 ? "job_ready_due_even_blocks" : "job_ready_due_odd_blocks")
+            let other = plan.range(of: half == 0 ? "job_ready_due_odd_blocks" : "job_ready_due_even_blocks")
+            XCTAssertNotNil(own, plan)
+            XCTAssertNotNil(other, plan)
+            if let own, let other { XCTAssertLessThan(own.lowerBound, other.lowerBound, plan) }
+            _ = try await connection.query("DEALLOCATE claim_plan_\(half)")
         }
         let generic = try await connection.transaction(planning: .reused) { tx in
-            try await tx.query("EXPLAIN EXECUTE claim_plan_0(1000, 'w', 60, '{}')").map { try $0.decode(String.self, at: 0) }
+            _ = try await tx.query("PREPARE claim_plan(int, text, float8, bigint[]) AS " + QueueStore.claimSQL)
+            return try await tx.query("EXPLAIN EXECUTE claim_plan(1000, 'w', 60, '{}')").map { try $0.decode(String.self, at: 0) }
         }.joined(separator: "\n")
+        XCTAssertFalse(generic.contains("Seq Scan"), generic)
+        XCTAssertTrue(generic.contains("Index Scan using job_ready_due on"), "the whole ready set in order:\n\(generic)")
         // The requests: one range of the key for a claim of dense ids, or one lookup per id.
         XCTAssertTrue(generic.range(of: #"Index Scan using job_requests_pkey on job_requests r(_\d+)?[^\n]*\s+Index Cond: \(\(id >= \$\d+\) AND \(id <= \$\d+\)\)"#,
                                     options: .regularExpression) != nil, "the requests read as a range:\n\(generic)")
         XCTAssertTrue(generic.range(of: #"Index Scan using job_requests_pkey on job_requests r(_\d+)?[^\n]*\s+Index Cond: \(id = ANY \(\$\d+\)\)"#,
                                     options: .regularExpression) != nil, "the requests read by id:\n\(generic)")
         XCTAssertTrue(generic.contains("jobs_pkey"), generic)
-        _ = try await connection.query("DEALLOCATE claim_plan_0")
-        _ = try await connection.query("DEALLOCATE claim_plan_1")
+        _ = try await connection.query("DEALLOCATE claim_plan")
         // And the claim still claims: oldest first, each job once, with its request.
         let store = QueueStore(client: PostgresClient(conninfo: url))
         let first = try await store.claim(limit: 700, workerID: "w", leaseSeconds: 60)
@@ -69,8 +73,8 @@ final class ClaimPlanTests: XCTestCase {
         await connection.close()
     }
 
-    /// The ready set is claimed in two halves, even and odd blocks of 1,024 ids (migration 0044):
-    /// a claim takes the oldest of the half it starts in, then tops up from the oldest of the other.
+    /// A claim beside another reads the ready set in two halves, even and odd blocks of 1,024 ids
+    /// (migration 0044): the oldest of the half it starts in, then the oldest of the other.
     func testAClaimTakesTheOldestOfItsOwnHalfFirstThenOfTheOther() async throws {
         let url = try await TestDatabase.fresh()
         let connection = try await PostgresConnection.connect(url)
@@ -88,8 +92,15 @@ final class ClaimPlanTests: XCTestCase {
                        "the rest of the odd half, topped up with the oldest of the even one")
         let third = try await store.claim(limit: 10, workerID: "w", leaseSeconds: 60, startingIn: 0)
         XCTAssertEqual(Set(third.map(\.id)), Set(even.dropFirst(50).prefix(10)))
+        // A claim of the whole set takes the oldest whatever their half.
+        try await connection.execute(script: """
+            UPDATE iap.job_ready SET run_at = run_at - interval '1 hour' WHERE id IN (SELECT max(id) FROM iap.job_ready)
+            """)
+        let newest = even.last!
+        let whole = try await store.claim(limit: 3, workerID: "w", leaseSeconds: 60)
+        XCTAssertEqual(whole.map(\.id), [even[60], even[61], newest].sorted(), "the oldest run_at first, then the lowest id")
         let left = try await connection.query("SELECT count(*) FROM iap.job_ready")[0].decode(Int.self, at: 0)
-        XCTAssertEqual(left, even.count - 60)
+        XCTAssertEqual(left, even.count - 63)
         await store.client.close()
         await connection.close()
     }

@@ -5,9 +5,9 @@ import XCTest
 final class ClaimsInFlightTests: XCTestCase {
     func testASecondClaimRunsBesideTheFirstOnlyForAWholeBatch() {
         var claims = ClaimsInFlight(most: 2, batch: 100, concurrency: 300)
-        XCTAssertEqual(claims.begin(verifying: 300, writing: 600), .init(limit: 100, handingBack: false, half: 0))
+        XCTAssertEqual(claims.begin(verifying: 300, writing: 600), .init(limit: 100, handingBack: false))
         XCTAssertEqual(claims.reserved, 100)
-        XCTAssertEqual(claims.begin(verifying: 300, writing: 600), .init(limit: 100, handingBack: false, half: 1),
+        XCTAssertEqual(claims.begin(verifying: 300, writing: 600), .init(limit: 100, handingBack: false, half: 0),
                        "200 slots left unreserved: a whole batch beside the first")
         XCTAssertNil(claims.begin(verifying: 300, writing: 600), "two in flight: the most")
 
@@ -16,33 +16,37 @@ final class ClaimsInFlightTests: XCTestCase {
         XCTAssertNil(narrow.begin(verifying: 150, writing: 300), "50 slots left: not worth a claim that scans the first one's rows")
     }
 
-    func testClaimsSideBySideStartInDifferentHalvesOfTheReadySetAndOneAloneAlternates() {
+    func testAClaimAloneReadsTheWholeReadySetAndClaimsBesideOthersStartInDifferentHalves() {
         var claims = ClaimsInFlight(most: 2, batch: 100, concurrency: 400)
         let first = claims.begin(verifying: 400, writing: 800)!
         let second = claims.begin(verifying: 400, writing: 800)!
-        XCTAssertEqual([first.half, second.half], [0, 1])
-        // The first came back: its successor starts where no claim is in flight, its own half.
+        XCTAssertEqual(first.half, nil, "alone: the whole set, oldest first")
+        XCTAssertEqual(second.half, 0, "beside it: a half")
+        // The first came back: its successor begins beside the second, in the other half.
         claims.succeeded(first, claimed: 100)
         let third = claims.begin(verifying: 400, writing: 800)!
-        XCTAssertEqual(third.half, 0, "the second still runs in half 1")
+        XCTAssertEqual(third.half, 1)
         claims.succeeded(second, claimed: 100)
+        let fourth = claims.begin(verifying: 400, writing: 800)!
+        XCTAssertEqual(fourth.half, 0, "the half no claim is in")
         claims.succeeded(third, claimed: 100)
-        // One claim at a time takes each half in turn, so neither waits for the other to empty.
+        claims.succeeded(fourth, claimed: 100)
+        // One claim at a time reads the whole set every time.
         var lone = ClaimsInFlight(most: 1, batch: 100, concurrency: 100)
-        var halves: [Int] = []
-        for _ in 0..<4 {
+        for _ in 0..<3 {
             let claim = lone.begin(verifying: 100, writing: 200)!
-            halves.append(claim.half)
+            XCTAssertNil(claim.half)
             lone.succeeded(claim, claimed: 100)
         }
-        XCTAssertEqual(halves, [0, 1, 0, 1])
         // A failed claim gives its half back too.
         var failing = ClaimsInFlight(most: 2, batch: 10, concurrency: 40)
-        let failed = failing.begin(verifying: 40, writing: 80)!
-        _ = failing.failed(failed, connectionLost: false)
-        failing.end(failed)
-        XCTAssertEqual(failing.begin(verifying: 40, writing: 80)?.half, 1, "alternating: nothing in flight")
-        XCTAssertEqual(failing.begin(verifying: 40, writing: 80)?.half, 0)
+        let alone = failing.begin(verifying: 40, writing: 80)!
+        let beside = failing.begin(verifying: 40, writing: 80)!
+        _ = failing.failed(beside, connectionLost: false)
+        failing.end(beside)
+        failing.succeeded(alone, claimed: 10)
+        XCTAssertNil(failing.begin(verifying: 40, writing: 80)?.half, "nothing in flight")
+        XCTAssertEqual(failing.begin(verifying: 40, writing: 80)?.half, 1, "the other of the last half taken")
     }
 
     func testSlotsAreReservedUntilTheClaimEnds() {
@@ -111,5 +115,39 @@ final class ClaimsInFlightTests: XCTestCase {
         claims.succeeded(claims.begin(verifying: 10, writing: 20)!, claimed: 0)
         let after = claims.begin(verifying: 10, writing: 20)!
         XCTAssertEqual(claims.failed(after, connectionLost: false), 0.1, "a success resets the backoff")
+    }
+
+    func testAFullClaimHandsItsTurnToTheClaimSentAheadOfItsReply() {
+        var claims = ClaimsInFlight(most: 2, batch: 100, concurrency: 400)
+        let first = claims.begin(verifying: 400, writing: 800)!
+        let second = claims.begin(verifying: 400, writing: 800)!
+        XCTAssertNil(claims.begin(verifying: 400, writing: 800), "two in flight: the most")
+        // First's reply is in, its jobs not held yet: its 100 slots stay reserved beside the new claim's.
+        let ahead = claims.chain(after: first, claimed: 100, verifying: 400, writing: 800)
+        XCTAssertEqual(ahead, .init(limit: 100, handingBack: false, half: 1),
+                       "first began alone; its lane now runs beside the second's, in the other half")
+        XCTAssertEqual(claims.reserved, 300)
+        claims.succeeded(first, claimed: 100)
+        XCTAssertEqual(claims.running, 2, "the claim sent ahead took over first's turn")
+        XCTAssertEqual(claims.reserved, 200)
+        XCTAssertNil(claims.chain(after: second, claimed: 100, verifying: 250, writing: 700),
+                     "250 slots free less 200 reserved: not a whole batch")
+        XCTAssertNil(claims.chain(after: second, claimed: 99, verifying: 400, writing: 800), "a short claim: the queue is empty")
+        claims.succeeded(second, claimed: 99)
+        XCTAssertEqual(claims.chain(after: ahead!, claimed: 100, verifying: 600, writing: 1_000)?.half, 1, "a lane keeps its half")
+        claims.handBackDue = true
+        XCTAssertNil(claims.chain(after: ahead!, claimed: 100, verifying: 400, writing: 800), "a hand-back waits for the claims in flight")
+    }
+
+    func testAClaimSentAheadWhoseReplyIsLostHandsItsLeasesBack() {
+        var claims = ClaimsInFlight(most: 2, batch: 100, concurrency: 300)
+        let first = claims.begin(verifying: 300, writing: 600)!
+        let ahead = claims.chain(after: first, claimed: 100, verifying: 300, writing: 600)!
+        _ = claims.failed(first, connectionLost: true)
+        claims.abandon(ahead)
+        claims.end(first)
+        XCTAssertEqual(claims.running, 0)
+        XCTAssertEqual(claims.reserved, 0)
+        XCTAssertEqual(claims.begin(verifying: 300, writing: 600)?.handingBack, true)
     }
 }

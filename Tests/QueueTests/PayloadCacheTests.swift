@@ -35,7 +35,7 @@ final class PayloadCacheTests: XCTestCase {
         let id = try await fixture.client.query("SELECT id FROM iap.job_queue")[0].decode(Int.self, at: 0)
         let cache = PayloadCache()
         cache.remember(id, payload: "another job's payload", epoch: fixture.client.sessionsOpened - 1)
-        let claimed = try await fixture.store.claim(limit: 1, workerID: "w", leaseSeconds: 30, startingIn: 0, cache: cache)
+        let claimed = try await fixture.store.claim(limit: 1, workerID: "w", leaseSeconds: 30, startingIn: nil, cache: cache)
         XCTAssertEqual(claimed.map(\.payload), ["cGF5bG9hZA=="])
         await fixture.client.close()
     }
@@ -46,12 +46,12 @@ final class PayloadCacheTests: XCTestCase {
         let ids = try await fixture.client.query("SELECT id FROM iap.job_queue ORDER BY id").map { try $0.decode(Int.self, at: 0) }
         let cache = PayloadCache()
         cache.remember(ids[0], payload: "from-the-cache", epoch: fixture.client.sessionsOpened)
-        let claimed = try await fixture.store.claim(limit: 1, workerID: "w", leaseSeconds: 30, startingIn: 0, cache: cache)
+        let claimed = try await fixture.store.claim(limit: 1, workerID: "w", leaseSeconds: 30, startingIn: nil, cache: cache)
         XCTAssertEqual(claimed.map(\.payload), ["from-the-cache"], "the claim sent no payload for a cached job")
         XCTAssertEqual(cache.count, 0)
 
         // Named in the claim, but gone from the cache by the time the reply is read: read again.
-        let rows = try await fixture.client.query(QueueStore.claimSQLByHalf[0], [1, "w", 30.0, [ids[1]]])
+        let rows = try await fixture.client.query(QueueStore.claimSQL, [1, "w", 30.0, [ids[1]]])
         XCTAssertNil(try rows[0].decode(String?.self, at: 5))
         let reread = try await fixture.store.claimedJobs(rows, cache: cache, epoch: fixture.client.sessionsOpened)
         XCTAssertEqual(reread.map(\.payload), ["cGF5bG9hZA=="])
