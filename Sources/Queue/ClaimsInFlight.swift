@@ -100,9 +100,9 @@ struct ClaimsInFlight {
         return Claim(limit: batch, handingBack: false, half: half)
     }
 
-    /// A claim reserved by `chain` whose reply will never be read (the connection it was sent on
-    /// broke, or it was never sent): its turn and slots given back, and the leases it may have
-    /// taken handed back by the next claim.
+    /// A claim reserved by `chain` whose reply will never be read (the connection it may have
+    /// been sent on broke): its turn and slots given back, and the leases it may have taken handed
+    /// back by the next claim. (One reserved and surely not sent runs as a claim of its own.)
     mutating func abandon(_ claim: Claim) {
         handBackDue = true
         release(claim)

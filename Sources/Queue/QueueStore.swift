@@ -138,46 +138,47 @@ public struct QueueStore: Sendable {
     }
 
     /// A claim sent on a connection before the reply of the claim before it was decoded
-    /// (`claim(on:…)`): how many jobs it asks for, the half of the ready set it starts in (its
-    /// lane's), and the pool's sessions when it was made.
+    /// (`claim(on:…)`): how many jobs it asks for, and the pool's sessions when it was made.
     struct ClaimSentAhead: Sendable {
         let limit: Int
-        let half: Int?
         let epoch: Int
     }
 
-    /// The claim of `claim(limit:…)` on `connection`. When `next` gives a number of jobs once this
-    /// claim's rows are in (it is told how many), a claim of that many goes out at once on the
-    /// same connection, before these rows are decoded (`PostgresConnection.transaction(…sendingNext:)`):
+    /// What `claim(on:…)`'s `next` asks the claim sent ahead for: how many jobs, and the half of
+    /// the ready set to start in (nil: the whole set in order).
+    typealias NextClaim = (limit: Int, half: Int?)
+
+    /// The claim of `claim(limit:…)` on `connection`. When `next` gives a claim once this claim's
+    /// rows are in (it is told how many), that claim goes out at once on the same connection,
+    /// before these rows are decoded (`PostgresConnection.transaction(…sendingNext:)`):
     /// `claimSentAhead` reads its reply. The connection serves nothing else until then.
-    /// Each claim on the connection starts in the same half of the ready set, `half`.
     func claim(on connection: PostgresConnection, limit: Int, workerID: String, leaseSeconds: Double, startingIn half: Int?,
-               cache: PayloadCache?, next: @escaping @Sendable (_ claimed: Int) -> Int?) async throws
+               cache: PayloadCache?, next: @escaping @Sendable (_ claimed: Int) -> NextClaim?) async throws
         -> (jobs: [ClaimedJob], ahead: ClaimSentAhead?) {
         let epoch = client.sessionsOpened
         let reply = try await connection.transaction(
             planning: .reused, durability: .unflushed,
             committing: claimStatement(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, half: half, cache: cache, epoch: epoch),
-            sendingNext: aheadClaim(workerID: workerID, leaseSeconds: leaseSeconds, half: half, cache: cache, next: next))
+            sendingNext: aheadClaim(workerID: workerID, leaseSeconds: leaseSeconds, cache: cache, next: next))
         return (try await claimedJobs(reply.rows, cache: cache, epoch: epoch), reply.next)
     }
 
     /// The reply of a claim sent ahead (`claim(on:…)`), which may send the next in turn.
     func claimSentAhead(_ claim: ClaimSentAhead, on connection: PostgresConnection, workerID: String, leaseSeconds: Double,
-                        cache: PayloadCache?, next: @escaping @Sendable (_ claimed: Int) -> Int?) async throws
+                        cache: PayloadCache?, next: @escaping @Sendable (_ claimed: Int) -> NextClaim?) async throws
         -> (jobs: [ClaimedJob], ahead: ClaimSentAhead?) {
         let reply = try await connection.replyOfSent(sendingNext: aheadClaim(workerID: workerID, leaseSeconds: leaseSeconds,
-                                                                             half: claim.half, cache: cache, next: next))
+                                                                             cache: cache, next: next))
         return (try await claimedJobs(reply.rows, cache: cache, epoch: claim.epoch), reply.next)
     }
 
-    private func aheadClaim(workerID: String, leaseSeconds: Double, half: Int?, cache: PayloadCache?, next: @escaping @Sendable (Int) -> Int?)
+    private func aheadClaim(workerID: String, leaseSeconds: Double, cache: PayloadCache?, next: @escaping @Sendable (Int) -> NextClaim?)
         -> @Sendable (Int) -> (statement: PostgresStatement, next: ClaimSentAhead)? {
         { [client] claimed in
-            guard let limit = next(claimed) else { return nil }
+            guard let (limit, half) = next(claimed) else { return nil }
             let epoch = client.sessionsOpened
             return (claimStatement(limit: limit, workerID: workerID, leaseSeconds: leaseSeconds, half: half, cache: cache, epoch: epoch),
-                    ClaimSentAhead(limit: limit, half: half, epoch: epoch))
+                    ClaimSentAhead(limit: limit, epoch: epoch))
         }
     }
 

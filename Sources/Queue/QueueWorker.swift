@@ -193,8 +193,9 @@ public final class QueueWorker: Sendable {
                     }
                     return reply.jobs
                 }
-                if let stray = ahead.take() { claims.withLock { $0.abandon(stray) } } // asked for, never sent
-                claimed(last, by: claim, nextSent: false)
+                // Asked for but not sent (its statement is not prepared on this session yet): no
+                // lease is taken under it, so it runs as a claim of its own, in the lane's turn.
+                claimed(last, by: claim, nextSent: false, then: ahead.take())
                 return
             } catch {
                 // A claim sent ahead whose reply will not be read: its leases are handed back later.
@@ -219,14 +220,15 @@ public final class QueueWorker: Sendable {
     /// A claim's jobs came back: held and counted as verifying before its turn is given back, so
     /// the next claim sees their slots taken and a hand-back leaves them alone; they start after,
     /// while the next claim is on its way (with slots for it: `concurrency` of three batches or
-    /// more). `nextSent`: a claim went out after it on its connection already.
-    private func claimed(_ claimed: [ClaimedJob], by claim: ClaimsInFlight.Claim, nextSent: Bool) {
+    /// more). `nextSent`: a claim went out after it on its connection already; `reserved`: one
+    /// was reserved to go out that way but was not sent, and starts here instead.
+    private func claimed(_ claimed: [ClaimedJob], by claim: ClaimsInFlight.Claim, nextSent: Bool, then reserved: ClaimsInFlight.Claim? = nil) {
         healthy.store(true, ordering: .relaxed)
         let jobs = hold(claimed)
         let free = freeSlots()
         let (handBackWaits, next) = claims.withLock { claims in
             claims.succeeded(claim, claimed: claimed.count)
-            return (claims.handBackDue, nextSent ? nil : chainedClaim(&claims, free: free))
+            return (claims.handBackDue, nextSent ? nil : reserved ?? chainedClaim(&claims, free: free))
         }
         if let next {
             // Sent before this claim's jobs start; it runs here until it waits for its reply.
@@ -239,16 +241,17 @@ public final class QueueWorker: Sendable {
     }
 
     /// Asked on the connection's thread the moment `claim`'s reply is in, with its number of
-    /// jobs: how many the claim sent at once after it asks for, or nil to send none
-    /// (`ClaimsInFlight.chain`). The claim it reserves waits in `ahead` for its lane.
-    private func claimAhead(after claim: ClaimsInFlight.Claim, into ahead: AheadClaim) -> @Sendable (Int) -> Int? {
+    /// jobs: how many the claim sent at once after it asks for and the half of the ready set it
+    /// starts in, or nil to send none (`ClaimsInFlight.chain`). The claim it reserves waits in
+    /// `ahead` for its lane.
+    private func claimAhead(after claim: ClaimsInFlight.Claim, into ahead: AheadClaim) -> @Sendable (Int) -> QueueStore.NextClaim? {
         { [self] claimed in
             guard !stopping.load(ordering: .acquiring) else { return nil }
             let free = freeSlots()
             guard let next = claims.withLock({ $0.chain(after: claim, claimed: claimed, verifying: free.verifying, writing: free.writing) })
             else { return nil }
             ahead.put(next)
-            return next.limit
+            return (next.limit, next.half)
         }
     }
 

@@ -11,15 +11,23 @@ import XCTest
 final class ClaimSentAheadTests: XCTestCase {
     func testEachClaimSentAheadTakesTheNextJobsUnderItsOwnLease() async throws {
         let fixture = try await QueueFixture.make()
-        try await fixture.enqueue(250)
+        // 150 jobs in the even half of the ready set (ids below 1,024), then 100 in the odd one.
+        try await fixture.enqueue(150)
+        _ = try await fixture.client.query("SELECT setval('iap.jobs_id_seq', 1023)")
+        try await fixture.enqueue(100, prefix: "odd-half")
         let asked = Mutex<[Int]>([])
-        let next: @Sendable (Int) -> Int? = { claimed in
+        // Each claim sent ahead starts in the half the worker names: the first claim reads the whole
+        // set in order, the two sent ahead the odd half first (the second finds it empty).
+        let next: @Sendable (Int) -> QueueStore.NextClaim? = { claimed in
             asked.withLock { $0.append(claimed) }
-            return claimed == 100 ? 100 : nil
+            return claimed == 100 ? (100, 1) : nil
         }
         let batches = try await fixture.client.withConnection { connection -> [[ClaimedJob]] in
             // The claim is prepared on this session by its first run; from then on the next may go out ahead.
-            _ = try await fixture.store.claim(on: connection, limit: 0, workerID: "w", leaseSeconds: 60, startingIn: nil, cache: nil, next: { _ in nil })
+            for half in [nil, 1] {
+                _ = try await fixture.store.claim(on: connection, limit: 0, workerID: "w", leaseSeconds: 60, startingIn: half, cache: nil,
+                                                  next: { _ in nil })
+            }
             var reply = try await fixture.store.claim(on: connection, limit: 100, workerID: "w", leaseSeconds: 60, startingIn: nil, cache: nil, next: next)
             var batches = [reply.jobs]
             while let sent = reply.ahead {
@@ -31,6 +39,10 @@ final class ClaimSentAheadTests: XCTestCase {
         }
         XCTAssertEqual(batches.map(\.count), [100, 100, 50])
         XCTAssertEqual(asked.withLock { $0 }, [100, 100, 50])
+        guard batches.count == 3 else { return }
+        XCTAssertTrue(batches[0].allSatisfy { $0.id < 1_024 }, "the oldest first")
+        XCTAssertTrue(batches[1].allSatisfy { $0.id >= 1_024 }, "the odd half first, as named")
+        XCTAssertTrue(batches[2].allSatisfy { $0.id < 1_024 }, "then the rest of the even half")
         let ids = batches.flatMap { $0.map(\.id) }
         XCTAssertEqual(Set(ids).count, 250, "no job claimed twice")
         let leases = batches.map { Set($0.compactMap(\.leaseID)) }
